@@ -1,0 +1,67 @@
+# Page tag reference storage: build, test and benchmark kernel variants.
+#
+#   make bench-all   build everything missing, run every workload on every
+#                    kernel in QEMU, write results/<run-id>/ and the plots
+#   make test        boot checks, KUnit and system tests in QEMU, unit tests
+#
+# Build products live outside the checkout in $(BUILD_DIR).
+
+BUILD_DIR ?= /var/tmp/alloctag-build
+CCACHE_DIR ?= /var/tmp/alloctag-ccache
+PYTHON ?= /usr/bin/python3
+# Benchmark repetitions (boots per kernel and workload), timing mode
+# (auto, icount, kvm, tcg), QUICK=1 for a smoke run.
+R ?= 2
+TIMING ?= auto
+QUICK ?= 0
+RUN ?=
+A ?=
+B ?=
+
+export BUILD_DIR CCACHE_DIR TIMING
+
+BENCH_KERNELS := off baseline packed
+TEST_KERNELS := $(BENCH_KERNELS) packed-debug
+
+.PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
+	plots compare clean distclean
+
+all: kernels
+
+deps:
+	@bench/deps
+
+kernels: deps
+	@for v in $(BENCH_KERNELS); do bench/build-kernel $$v || exit 1; done
+
+test-kernels: deps
+	@for v in $(TEST_KERNELS); do bench/build-kernel $$v || exit 1; done
+
+modules: kernels
+	@for v in $(BENCH_KERNELS); do bench/build-modules $$v || exit 1; done
+
+initramfs: deps
+	@bench/make-initramfs
+
+test: deps
+	@tests/run
+
+bench: modules initramfs
+	@R=$(R) QUICK=$(QUICK) bench/run-bench
+
+bench-all: bench
+	@$(MAKE) --no-print-directory plots RUN=$$(ls -1d results/*/ 2>/dev/null | tail -n1 | xargs -r basename)
+
+plots:
+	@$(PYTHON) -m analysis.plots $(if $(RUN),results/$(RUN),results)
+
+compare:
+	@test -n "$(A)" -a -n "$(B)" || { echo "error: usage: make compare A=<run-id> B=<run-id>" >&2; exit 1; }
+	@$(PYTHON) -m analysis.compare results/$(A) results/$(B)
+
+clean:
+	rm -rf $(BUILD_DIR)/out $(BUILD_DIR)/kmod $(BUILD_DIR)/initramfs \
+		$(BUILD_DIR)/*.log $(BUILD_DIR)/tests
+
+distclean: clean
+	rm -rf $(BUILD_DIR) $(CCACHE_DIR)

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * alloc_bench: per-operation latency of the kernel allocators, run once at
+ * module load with the same parameters on every kernel variant.
+ *
+ * Each sample times one operation with ktime_get_ns() (under QEMU -icount
+ * one guest nanosecond is one instruction), minus the calibrated cost of the
+ * clock read itself.  Results: /proc/alloc_bench, one CSV line per operation
+ * and CPU: op,cpu,count,min,p50,p90,p99,mean,max,outliers.
+ */
+#include <linux/gfp.h>
+#include <linux/kthread.h>
+#include <linux/ktime.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sort.h>
+#include <linux/vmalloc.h>
+
+static unsigned int samples = 10000;
+module_param(samples, uint, 0444);
+MODULE_PARM_DESC(samples, "Timed samples per operation (100..1000000)");
+
+static unsigned int warmup = 1000;
+module_param(warmup, uint, 0444);
+MODULE_PARM_DESC(warmup, "Untimed iterations before the samples (0..1000000)");
+
+static bool parallel = true;
+module_param(parallel, bool, 0444);
+MODULE_PARM_DESC(parallel, "Also run order-0 page alloc/free on every CPU at once");
+
+#define MAX_RESULTS	128
+
+struct result {
+	char op[24];
+	int cpu;
+	unsigned int count;
+	u64 min, p50, p90, p99, mean, max;
+	unsigned int outliers;
+};
+
+static struct result results[MAX_RESULTS];
+static unsigned int nr_results;
+static DEFINE_MUTEX(results_lock);
+static u64 clock_cost;
+
+enum op_kind { OP_PAGES, OP_FOLIO, OP_KMALLOC, OP_CACHE, OP_VMALLOC, OP_PERCPU };
+
+struct op {
+	const char *name;
+	enum op_kind kind;
+	unsigned int arg;	/* order or size */
+};
+
+static const struct op ops[] = {
+	{ "pages_o0", OP_PAGES, 0 },
+	{ "pages_o1", OP_PAGES, 1 },
+	{ "pages_o3", OP_PAGES, 3 },
+	{ "pages_o9", OP_PAGES, 9 },
+	{ "folio_o0", OP_FOLIO, 0 },
+	{ "folio_o2", OP_FOLIO, 2 },
+	{ "kmalloc_8", OP_KMALLOC, 8 },
+	{ "kmalloc_64", OP_KMALLOC, 64 },
+	{ "kmalloc_256", OP_KMALLOC, 256 },
+	{ "kmalloc_1024", OP_KMALLOC, 1024 },
+	{ "kmalloc_4096", OP_KMALLOC, 4096 },
+	{ "kmalloc_8192", OP_KMALLOC, 8192 },
+	{ "cache_192", OP_CACHE, 192 },
+	{ "vmalloc_16k", OP_VMALLOC, 16384 },
+	{ "percpu_64", OP_PERCPU, 64 },
+};
+
+static struct kmem_cache *bench_cache;
+
+static int cmp_u32(const void *a, const void *b)
+{
+	u32 x = *(const u32 *)a, y = *(const u32 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void record(const char *op, int cpu, u32 *s, unsigned int n)
+{
+	struct result *r;
+	u64 sum = 0;
+	unsigned int i, outliers = 0;
+
+	sort(s, n, sizeof(*s), cmp_u32, NULL);
+	for (i = 0; i < n; i++) {
+		sum += s[i];
+		/* far beyond the median: an interrupt or a reclaim hit the sample */
+		if (s[i] > 100 * (u64)max(s[n / 2], 1U))
+			outliers++;
+	}
+	mutex_lock(&results_lock);
+	if (nr_results < MAX_RESULTS) {
+		r = &results[nr_results++];
+		strscpy(r->op, op, sizeof(r->op));
+		r->cpu = cpu;
+		r->count = n;
+		r->min = s[0];
+		r->p50 = s[n / 2];
+		r->p90 = s[(u64)n * 90 / 100];
+		r->p99 = s[(u64)n * 99 / 100];
+		r->mean = div_u64(sum, n);
+		r->max = s[n - 1];
+		r->outliers = outliers;
+	}
+	mutex_unlock(&results_lock);
+}
+
+static inline u32 since(u64 t0, u64 t1)
+{
+	u64 d = t1 - t0;
+
+	return d > clock_cost ? d - clock_cost : 0;
+}
+
+static void calibrate(u32 *s, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		u64 t0 = ktime_get_ns();
+
+		s[i] = ktime_get_ns() - t0;
+	}
+	sort(s, n, sizeof(*s), cmp_u32, NULL);
+	clock_cost = s[n / 2];
+}
+
+/* One iteration: allocate, then free; times both when @a and @f are set. */
+static int run_once(const struct op *op, u32 *a, u32 *f)
+{
+	u64 t0, t1, t2;
+	void *p = NULL;
+
+	t0 = ktime_get_ns();
+	switch (op->kind) {
+	case OP_PAGES:
+		p = alloc_pages(GFP_KERNEL, op->arg);
+		break;
+	case OP_FOLIO:
+		p = folio_alloc(GFP_KERNEL, op->arg);
+		break;
+	case OP_KMALLOC:
+		p = kmalloc(op->arg, GFP_KERNEL);
+		break;
+	case OP_CACHE:
+		p = kmem_cache_alloc(bench_cache, GFP_KERNEL);
+		break;
+	case OP_VMALLOC:
+		p = vmalloc(op->arg);
+		break;
+	case OP_PERCPU:
+		p = (void __force *)__alloc_percpu(op->arg, 8);
+		break;
+	}
+	t1 = ktime_get_ns();
+	if (!p)
+		return -ENOMEM;
+	switch (op->kind) {
+	case OP_PAGES:
+		__free_pages(p, op->arg);
+		break;
+	case OP_FOLIO:
+		folio_put(p);
+		break;
+	case OP_KMALLOC:
+		kfree(p);
+		break;
+	case OP_CACHE:
+		kmem_cache_free(bench_cache, p);
+		break;
+	case OP_VMALLOC:
+		vfree(p);
+		break;
+	case OP_PERCPU:
+		free_percpu((void __percpu __force *)p);
+		break;
+	}
+	t2 = ktime_get_ns();
+	if (a)
+		*a = since(t0, t1);
+	if (f)
+		*f = since(t1, t2);
+	return 0;
+}
+
+static int run_op(const struct op *op, int cpu, u32 *a, u32 *f)
+{
+	char name[24];
+	unsigned int i;
+
+	for (i = 0; i < warmup; i++) {
+		if (run_once(op, NULL, NULL))
+			return -ENOMEM;
+		cond_resched();
+	}
+	for (i = 0; i < samples; i++) {
+		if (run_once(op, &a[i], &f[i]))
+			return -ENOMEM;
+		if (!(i & 63))
+			cond_resched();
+	}
+	snprintf(name, sizeof(name), "%s_alloc", op->name);
+	record(name, cpu, a, samples);
+	snprintf(name, sizeof(name), "%s_free", op->name);
+	record(name, cpu, f, samples);
+	return 0;
+}
+
+struct worker {
+	struct completion done;
+	int cpu, err;
+};
+
+static int parallel_worker(void *arg)
+{
+	struct worker *w = arg;
+	u32 *a = vmalloc(array_size(samples, sizeof(u32)));
+	u32 *f = vmalloc(array_size(samples, sizeof(u32)));
+
+	w->err = -ENOMEM;
+	if (a && f)
+		w->err = run_op(&ops[0], w->cpu, a, f);
+	vfree(a);
+	vfree(f);
+	complete(&w->done);
+	return 0;
+}
+
+static void run_parallel(void)
+{
+	unsigned int nr = num_online_cpus(), i = 0;
+	struct worker *w;
+	int cpu;
+
+	if (nr < 2)
+		return;
+	w = kcalloc(nr, sizeof(*w), GFP_KERNEL);
+	if (!w)
+		return;
+	for_each_online_cpu(cpu) {
+		struct task_struct *t;
+
+		if (i == nr)
+			break;
+		w[i].cpu = 1000 + cpu;	/* parallel run: op lines with cpu >= 1000 */
+		init_completion(&w[i].done);
+		t = kthread_create(parallel_worker, &w[i], "alloc_bench/%d", cpu);
+		if (IS_ERR(t)) {
+			complete(&w[i].done);
+			i++;
+			continue;
+		}
+		kthread_bind(t, cpu);
+		wake_up_process(t);
+		i++;
+	}
+	while (i--)
+		wait_for_completion(&w[i].done);
+	kfree(w);
+}
+
+static int results_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	seq_printf(m, "# samples=%u warmup=%u clock_cost=%llu cpus=%u\n",
+		   samples, warmup, clock_cost, num_online_cpus());
+	seq_puts(m, "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n");
+	mutex_lock(&results_lock);
+	for (i = 0; i < nr_results; i++) {
+		struct result *r = &results[i];
+
+		seq_printf(m, "%s,%d,%u,%llu,%llu,%llu,%llu,%llu,%llu,%u\n",
+			   r->op, r->cpu, r->count, r->min, r->p50, r->p90,
+			   r->p99, r->mean, r->max, r->outliers);
+	}
+	mutex_unlock(&results_lock);
+	seq_puts(m, "# end\n");
+	return 0;
+}
+
+static int __init alloc_bench_init(void)
+{
+	u32 *a, *f;
+	unsigned int i;
+	int err = 0;
+
+	if (samples < 100 || samples > 1000000 || warmup > 1000000) {
+		pr_err("alloc_bench: samples must be 100..1000000 and warmup 0..1000000\n");
+		return -EINVAL;
+	}
+	a = vmalloc(array_size(samples, sizeof(u32)));
+	f = vmalloc(array_size(samples, sizeof(u32)));
+	bench_cache = kmem_cache_create("alloc_bench_192", 192, 0, 0, NULL);
+	if (!a || !f || !bench_cache) {
+		err = -ENOMEM;
+		goto out;
+	}
+	calibrate(a, samples);
+	for (i = 0; i < ARRAY_SIZE(ops); i++) {
+		err = run_op(&ops[i], -1, a, f);
+		if (err) {
+			pr_err("alloc_bench: %s failed: %d\n", ops[i].name, err);
+			goto out;
+		}
+	}
+	if (parallel)
+		run_parallel();
+	if (!proc_create_single("alloc_bench", 0444, NULL, results_show))
+		err = -ENOMEM;
+out:
+	vfree(a);
+	vfree(f);
+	if (err && bench_cache)
+		kmem_cache_destroy(bench_cache);
+	return err;
+}
+
+static void __exit alloc_bench_exit(void)
+{
+	remove_proc_entry("alloc_bench", NULL);
+	kmem_cache_destroy(bench_cache);
+}
+
+module_init(alloc_bench_init);
+module_exit(alloc_bench_exit);
+MODULE_DESCRIPTION("Allocator latency microbenchmark");
+MODULE_LICENSE("GPL");

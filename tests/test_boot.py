@@ -1,0 +1,79 @@
+"""Each kernel variant boots to userspace and reports its page tag storage."""
+
+import pytest
+
+from bench import parse
+from tests.guest import boot
+
+
+def report(b):
+    r = parse.page_refs_report(b.dmesg)
+    assert r is not None, f"no 'page tag refs' line in {b.dir}/result/dmesg.txt"
+    return r
+
+
+def test_off_boots_without_allocinfo():
+    b = boot("off", "off")
+    assert b.ok, b.why()
+    assert b.file("allocinfo-present").strip() == "no"
+    assert parse.page_refs_report(b.dmesg) is None
+
+
+def test_baseline_stores_pointers_in_page_ext():
+    b = boot("baseline", "baseline")
+    assert b.ok, b.why()
+    assert b.file("allocinfo-present").strip() == "yes"
+    r = report(b)
+    assert (r.mode, r.ref_bits, r.index_bits) == ("page_ext", 64, 0)
+    assert r.page_ext_pages > 0
+    assert r.page_ext_bytes == 8 * r.page_ext_pages
+
+
+def test_packed_stores_index_in_page_flags_without_page_ext():
+    b = boot("packed", "packed")
+    assert b.ok, b.why()
+    assert b.file("allocinfo-present").strip() == "yes"
+    r = report(b)
+    assert r.mode == "flags"
+    assert 0 < r.index_bits <= 16
+    assert r.page_ext_bytes == 0 and r.page_ext_pages == 0
+    assert r.index_used == r.kernel_tags + 1
+    assert "allocated" not in "".join(ln for ln in b.dmesg.splitlines() if "page_ext" in ln)
+
+
+def test_packed_and_baseline_know_the_same_kernel_tags():
+    base, packed = report(boot("baseline", "baseline")), report(boot("packed", "packed"))
+    # The packed series adds its KUnit suite's few call sites, nothing else.
+    assert 0 <= packed.kernel_tags - base.kernel_tags <= 16
+
+
+def test_packed_page_ext16_mode_uses_two_bytes_per_page():
+    b = boot("packed-ext16", "packed", append="alloc_tag.page_refs=page_ext16")
+    assert b.ok, b.why()
+    r = report(b)
+    assert (r.mode, r.ref_bits, r.index_bits) == ("page_ext16", 16, 16)
+    assert r.page_ext_pages > 0 and r.page_ext_bytes == 2 * r.page_ext_pages
+    assert b.file("allocinfo-present").strip() == "yes"
+
+
+def test_packed_falls_back_to_page_ext_when_tags_do_not_fit():
+    b = boot("packed-fallback", "packed", append="alloc_tag.index_limit=100")
+    assert b.ok, b.why()
+    assert "do not fit flags" in b.dmesg
+    r = report(b)
+    assert (r.mode, r.ref_bits) == ("page_ext", 64)
+    assert r.page_ext_bytes == 8 * r.page_ext_pages > 0
+    assert b.file("mem_profiling").strip() == "1"
+
+
+@pytest.mark.parametrize("arg,message", [
+    ("alloc_tag.page_refs=bogus", "invalid alloc_tag.page_refs=bogus"),
+    ("alloc_tag.index_limit=-3", "invalid alloc_tag.index_limit=-3"),
+    ("sysctl.vm.mem_profiling=2", "invalid sysctl.vm.mem_profiling=2"),
+])
+def test_invalid_boot_parameter_is_rejected_with_a_message(arg, message):
+    b = boot("packed-bad-" + arg.split("=")[0], "packed", append=arg)
+    assert b.ok, b.why()
+    assert message in b.dmesg
+    assert report(b).mode == "flags"
+    assert b.file("mem_profiling").strip() == "1"

@@ -1,0 +1,42 @@
+"""The alloc_tag_index KUnit suite of the packed series passes when booted."""
+
+from bench import parse
+from tests.guest import boot
+
+EXPECTED = {
+    "kernel_tag_index_round_trip",
+    "module_tag_index_round_trip",
+    "module_range_reused_only_when_idle",
+    "module_overflow_goes_to_named_entry",
+    "boot_mode_falls_back_when_tags_do_not_fit",
+    "index_set_and_clear_keep_other_fields",
+    "concurrent_index_updates_keep_flag_bits",
+    "split_tags_every_subpage",
+    "copy_moves_tag_and_accounting",
+}
+
+
+def kunit_cases(name, append=""):
+    # Two vCPUs under multi-threaded TCG, so the concurrency case really races.
+    b = boot(name, "packed", append="kunit.enable=1 " + append, smp=2, timing="tcg")
+    assert b.ok, b.why()
+    return {c.name: c for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
+
+
+def test_kunit_alloc_tag_index_suite_passes_in_flags_mode():
+    cases = kunit_cases("kunit-flags")
+    assert set(cases) == EXPECTED
+    failed = [n for n, c in cases.items() if c.result == "not ok"]
+    skipped = [n for n, c in cases.items() if c.result == "skip"]
+    assert not failed, f"failed KUnit cases: {failed}"
+    assert not skipped, f"skipped KUnit cases: {skipped}"
+
+
+def test_kunit_alloc_tag_index_suite_passes_in_page_ext16_mode():
+    cases = kunit_cases("kunit-ext16", "alloc_tag.page_refs=page_ext16")
+    assert set(cases) == EXPECTED
+    assert not [n for n, c in cases.items() if c.result == "not ok"]
+    # The page->flags cases do not apply in this mode, the others must run.
+    ran = {n for n, c in cases.items() if c.result == "ok"}
+    assert {"kernel_tag_index_round_trip", "module_overflow_goes_to_named_entry",
+            "split_tags_every_subpage", "copy_moves_tag_and_accounting"} <= ran

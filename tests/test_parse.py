@@ -1,0 +1,76 @@
+"""bench/parse.py reads the guest's files correctly and rejects bad ones."""
+
+import pytest
+
+from bench import parse
+
+LOG = """[    0.50] foo
+[    2.10] alloc_tag: page tag refs: mode=flags ref_bits=16 kernel_tags=3912 index_bits=16 index_used=3913 index_max=65535 page_ext_bytes=0 page_ext_pages=0
+"""
+
+
+def test_page_refs_report_reads_every_field():
+    r = parse.page_refs_report(LOG)
+    assert (r.mode, r.ref_bits, r.kernel_tags, r.index_bits, r.index_used) == \
+        ("flags", 16, 3912, 16, 3913)
+    assert (r.page_ext_bytes, r.page_ext_pages) == (0, 0)
+    assert r.extra == {"index_max": "65535"}
+
+
+def test_page_refs_report_absent_and_malformed():
+    assert parse.page_refs_report("nothing here") is None
+    with pytest.raises(parse.ParseError):
+        parse.page_refs_report("alloc_tag: page tag refs: mode=flags ref_bits=x")
+
+
+def test_allocinfo_entries_and_header_check():
+    text = ("allocinfo - version: 1.0\n#     <size>  <calls> <tag info>\n"
+            "        4096        1 mm/foo.c:12 func:foo \n"
+            "       8192        2 lib/bar.c:3 [mod] func:bar \n")
+    lines = parse.allocinfo(text)
+    assert [(a.bytes, a.calls, a.tag) for a in lines] == [
+        (4096, 1, "mm/foo.c:12 func:foo"), (8192, 2, "lib/bar.c:3 [mod] func:bar")]
+    with pytest.raises(parse.ParseError):
+        parse.allocinfo("garbage\n1 2 3\n")
+    with pytest.raises(parse.ParseError):
+        parse.allocinfo("allocinfo - version: 1.0\nnotanumber 1 x\n")
+
+
+def test_meminfo_fields():
+    m = parse.meminfo("MemTotal:        1000 kB\nMemFree:  500 kB\nActive(anon): 3 kB\n")
+    assert m == {"MemTotal": 1000, "MemFree": 500, "Active(anon)": 3}
+    with pytest.raises(parse.ParseError):
+        parse.meminfo("nothing")
+
+
+def test_ktap_cases_with_skip_and_failure():
+    log = """[1.0]     # Subtest: alloc_tag_index
+[1.0]     1..3
+[1.1]     ok 1 first_case
+[1.2]     not ok 2 second_case
+[1.3]     ok 3 third_case # SKIP needs two CPUs
+[1.4] ok 1 alloc_tag_index
+"""
+    cases = parse.ktap(log)
+    assert [(c.suite, c.name, c.result) for c in cases] == [
+        ("alloc_tag_index", "first_case", "ok"),
+        ("alloc_tag_index", "second_case", "not ok"),
+        ("alloc_tag_index", "third_case", "skip")]
+
+
+def test_alloc_bench_csv_and_truncation():
+    text = ("# samples=100 warmup=10 clock_cost=20 cpus=1\n"
+            "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n"
+            "pages_o0_alloc,-1,100,300,350,400,500,360,900,0\n# end\n")
+    settings, lines = parse.alloc_bench(text)
+    assert settings["samples"] == "100"
+    assert lines[0].op == "pages_o0_alloc" and lines[0].p50 == 350 and lines[0].cpu == -1
+    with pytest.raises(parse.ParseError):
+        parse.alloc_bench(text.replace("# end\n", ""))
+    with pytest.raises(parse.ParseError):
+        parse.alloc_bench(text.replace("350", "x"))
+
+
+def test_warnings_finds_bug_reports_only():
+    log = "ok line\n[ 1.0] WARNING: CPU: 0 PID: 1 at mm/x.c:1\n[2.0] alloc_tag was not set\nfine\n"
+    assert len(parse.warnings(log)) == 2
