@@ -1,0 +1,87 @@
+"""Write results/<run>/manifest.json: what was run, on what, how."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def _cmd(*args: str) -> str:
+    try:
+        return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        return ""
+
+
+def host_facts() -> dict:
+    cpu = ""
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_kb = 0
+    try:
+        mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "mem_kb": mem_kb,
+        "kernel": platform.release(),
+        "qemu": _cmd("qemu-system-x86_64", "--version").splitlines()[0:1],
+        "kvm_verdict": _cmd("sh", "-c", "sed -n 2,3p \"$BUILD_DIR/accel-verdict\" 2>/dev/null"),
+    }
+
+
+def main(argv: list[str]) -> int:
+    run = Path(argv[0])
+    start, timing, reps, quick, state = int(argv[1]), argv[2], int(argv[3]), argv[4] == "1", argv[5]
+    kernels = argv[6:]
+    build_dir = Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build"))
+    boots = []
+    for ln in (run / "boots.jsonl").read_text().splitlines():
+        if ln.strip():
+            b = json.loads(ln)
+            cmd = run / "boots" / b["id"] / "qemu-cmdline"
+            b["qemu_cmdline"] = cmd.read_text().strip() if cmd.exists() else ""
+            boots.append(b)
+    variants = sorted({b["variant"] for b in boots})
+    build_info = {}
+    for v in variants:
+        p = build_dir / "out" / v / "build-info.json"
+        build_info[v] = json.loads(p.read_text()) if p.exists() else None
+    repo = Path(__file__).resolve().parent.parent
+    manifest = {
+        "run_id": run.name,
+        "state": state,
+        "git_revision": _cmd("git", "-C", str(repo), "rev-parse", "HEAD"),
+        "git_dirty": bool(_cmd("git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no")),
+        "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
+        "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "wall_s": int(time.time()) - start,
+        "timing": timing,
+        "timing_unit": "instructions" if timing == "icount" else "ns",
+        "repetitions": reps,
+        "quick": quick,
+        "kernels": kernels,
+        "build_info": build_info,
+        "host": host_facts(),
+        "boots": boots,
+    }
+    tmp = run / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    tmp.replace(run / "manifest.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
