@@ -1,0 +1,345 @@
+"""Per kernel x workload x metric summary rows of one run, and the
+summary.csv / summary.json files.
+
+Metric names: "<base>" is the median of per-boot values; derived rows
+relative to a reference kernel append a suffix:
+  .overhead     median_k / median_off - 1, in %   (lower is better)
+  .rel          median_k / median_off, ratio      (throughput: higher is better)
+  .delta        median_k - median_off, same unit as the base metric
+  .vs_baseline  median_k / median_baseline - 1, in %
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from analysis import stats
+from analysis.load import REFERENCE, BootData, Run
+
+BASELINE = "baseline"
+OUT_DIR = "analysis"
+BENCH_FIELDS = ("min", "p50", "p90", "p99", "mean", "max")
+PAGE = 4096
+TIB = 1 << 40
+MIB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Row:
+    kernel: str
+    workload: str
+    metric: str
+    unit: str
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    spread_low: float | None
+    spread_high: float | None
+    n_boots: int
+    note: str
+
+
+COLUMNS = tuple(f.name for f in fields(Row))
+REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "vs_baseline": ".vs_baseline"}
+REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    unit: str
+    timing: bool = False               # a time measurement (tcg: relative only)
+    rel: tuple[str, ...] = ()          # derived rows, see module docstring
+    note: str = ""
+
+
+@dataclass
+class _Group:
+    mdef: MetricDef
+    deterministic: bool
+    values: dict[str, list[float | None]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass
+class Summary:
+    rows: list[Row]
+    warnings: list[str]
+    facts: dict
+
+    def get(self, kernel: str, workload: str, metric: str) -> Row | None:
+        for r in self.rows:
+            if (r.kernel, r.workload, r.metric) == (kernel, workload, metric):
+                return r
+        return None
+
+
+# --- units --------------------------------------------------------------------
+
+def latency_unit(run: Run) -> str:
+    return f"{run.unit} (tcg, relative only)" if run.relative_only else run.unit
+
+
+def time_unit(run: Run, base: str) -> str:
+    """A guest time unit: under icount guest time counts instructions."""
+    if run.timing == "icount":
+        per = {"s": "1e9", "ms": "1e6", "msec": "1e6"}.get(base)
+        return f"virtual {base} ({per} instructions)" if per else f"virtual {base}"
+    return f"{base} (tcg, relative only)" if run.relative_only else base
+
+
+def rate_unit(run: Run, what: str) -> str:
+    if run.timing == "icount":
+        return f"{what} per virtual s"
+    return f"{what}/s (tcg, relative only)" if run.relative_only else f"{what}/s"
+
+
+# --- per-boot observations ----------------------------------------------------
+
+class _Collector:
+    def __init__(self, run: Run):
+        self.run = run
+        self.groups: dict[tuple[str, str], _Group] = {}
+        self.warnings: list[str] = []
+
+    def add(self, d: BootData, workload: str, metric: str, mdef: MetricDef, value: float | None):
+        key = (workload, metric)
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = _Group(mdef, self.run.deterministic(d.boot.workload))
+        g.values[d.boot.kernel].append(value)
+
+    def micro(self, d: BootData):
+        w, unit = d.boot.workload, latency_unit(self.run)
+        single = [ln for ln in d.bench if ln.cpu == -1]
+        par: dict[str, list] = defaultdict(list)
+        for ln in d.bench:
+            if ln.cpu >= 1000:
+                par[ln.op].append(ln)
+        for ln in single:
+            for f in BENCH_FIELDS:
+                self.add(d, w, f"{ln.op}.{f}",
+                         MetricDef(unit, True, ("overhead",) if f == "p50" else ()),
+                         float(getattr(ln, f)))
+        for op, lines in par.items():
+            for f in BENCH_FIELDS:
+                v = sum(getattr(x, f) for x in lines) / len(lines)
+                self.add(d, w, f"parallel.{op}.{f}",
+                         MetricDef(unit, True, ("overhead",) if f == "p50" else (),
+                                   "all CPUs at once; per boot the mean over CPUs"), v)
+
+    def perf(self, d: BootData, w: str, prefix: str, counters: dict):
+        for ev, c in counters.items():
+            timing = ev in ("task-clock", "cpu-clock")
+            unit = time_unit(self.run, c.unit) if timing else (c.unit or "count")
+            self.add(d, w, f"{prefix}perf.{ev}",
+                     MetricDef(unit, timing, ("overhead",) if timing else ()), c.value)
+
+    def stress(self, d: BootData):
+        w = d.boot.workload
+        s_unit = time_unit(self.run, "s")
+        for s, r in d.stress.items():
+            m = r.metrics
+            self.add(d, w, f"{s}.wall_time", MetricDef(s_unit, True, ("overhead",),
+                                                      "stress-ng wall-clock-time of a fixed op count"),
+                     m["wall-clock-time"])
+            for k, name, rel in (("user-time", "user_time", ()), ("system-time", "system_time", ("overhead",))):
+                if k in m:
+                    self.add(d, w, f"{s}.{name}", MetricDef(s_unit, True, rel), m[k])
+            self.add(d, w, f"{s}.bogo_ops", MetricDef("bogo ops"), m["bogo-ops"])
+            self.add(d, w, f"{s}.bogo_ops_per_s",
+                     MetricDef(rate_unit(self.run, "bogo ops"), True, ("rel",)),
+                     m["bogo-ops-per-second-real-time"])
+            self.perf(d, w, f"{s}.", r.perf)
+
+    def fio(self, d: BootData):
+        w, f = d.boot.workload, d.fio
+        assert f is not None
+        self.add(d, w, "runtime", MetricDef(time_unit(self.run, "ms"), True, ("overhead",),
+                                            "fio job_runtime of a fixed amount of I/O"), f.runtime_ms)
+        for name, v, what in (("read_bw", f.read_bw, "KiB"), ("write_bw", f.write_bw, "KiB"),
+                              ("read_iops", f.read_iops, "IO"), ("write_iops", f.write_iops, "IO")):
+            self.add(d, w, name, MetricDef(rate_unit(self.run, what), True, ("rel",)), v)
+        self.add(d, w, "usr_cpu", MetricDef("%"), f.usr_cpu)
+        self.add(d, w, "sys_cpu", MetricDef("%"), f.sys_cpu)
+        self.perf(d, w, "", f.perf)
+
+    def mem(self, d: BootData):
+        b, w = d.boot, f"mem-m{d.boot.mem_mb}"
+        mi = d.meminfo or {}
+        r = d.report
+        ram = b.mem_mb * MIB
+        if r is None and b.kernel != REFERENCE:
+            self.warnings.append(f"boot {b.id}: no 'page tag refs' line in dmesg.txt; "
+                                 f"page_ext figures left out")
+        if r is not None:
+            self.add(d, w, "ref_bits", MetricDef("bits"), float(r.ref_bits))
+            self.add(d, w, "kernel_tags", MetricDef("tags"), float(r.kernel_tags))
+        if r is not None or b.kernel == REFERENCE:
+            nbytes = float(r.page_ext_bytes) if r else 0.0
+            npages = float(r.page_ext_pages) if r else 0.0
+            note = "" if r else "no page tag refs line: kernel without profiling"
+            self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",), note=note), nbytes)
+            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries", note=note), npages)
+            if npages > 0:
+                self.add(d, w, "page_ext_bytes_per_entry", MetricDef("bytes/entry"), nbytes / npages)
+            total = mi.get("MemTotal", 0)
+            if total > 0:
+                self.add(d, w, "page_ext_bytes_per_page",
+                         MetricDef("bytes per 4 KiB page", note="page_ext_bytes / (MemTotal/4 KiB)"),
+                         nbytes / (total / (PAGE // 1024)))
+            if ram > 0:
+                self.add(d, w, "page_ext_pct_ram",
+                         MetricDef("% of RAM", note=f"of the guest's {b.mem_mb} MiB"), nbytes / ram * 100)
+                self.add(d, w, "page_ext_bytes_per_tib",
+                         MetricDef("bytes per TiB RAM", note="extrapolated linearly from this RAM size"),
+                         nbytes / ram * TIB)
+        for k, name in (("MemTotal", "memtotal_kb"), ("MemFree", "memfree_kb")):
+            if k in mi:
+                self.add(d, w, name, MetricDef("kB", rel=("delta",)), float(mi[k]))
+        if d.allocinfo is not None:
+            self.add(d, w, "allocinfo_bytes", MetricDef("bytes", note="sum of /proc/allocinfo sizes"),
+                     float(sum(a.bytes for a in d.allocinfo)))
+            self.add(d, w, "allocinfo_lines", MetricDef("tags", note="lines of /proc/allocinfo"),
+                     float(len(d.allocinfo)))
+
+
+def _collect(run: Run) -> _Collector:
+    c = _Collector(run)
+    for d in run.boots:
+        if d.bench:
+            c.micro(d)
+        if d.stress:
+            c.stress(d)
+        if d.fio is not None:
+            c.fio(d)
+        if d.meminfo is not None:
+            c.mem(d)
+    return c
+
+
+# --- rows -------------------------------------------------------------------
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _row(kernel: str, workload: str, metric: str, unit: str, est: stats.Estimate, note: str) -> Row:
+    return Row(kernel, workload, metric, unit, est.value, est.ci_low, est.ci_high,
+               est.spread_low, est.spread_high, est.n, note)
+
+
+def summarize(run: Run) -> Summary:
+    c = _collect(run)
+    warnings = list(run.warnings) + c.warnings
+    order = {k: i for i, k in enumerate(run.kernels)}
+    rows: list[Row] = []
+    for (w, metric), g in sorted(c.groups.items()):
+        md = g.mdef
+        tcg = "relative only (plain TCG wall clock)" if (md.timing and run.relative_only) else ""
+        clean: dict[str, list[float]] = {}
+        for k in sorted(g.values, key=lambda k: order.get(k, len(order))):
+            raw = g.values[k]
+            vals = [v for v in raw if v is not None]
+            unsupported = len(raw) - len(vals)
+            nsup = f"not supported in {unsupported} of {len(raw)} boots" if unsupported else ""
+            if not vals:
+                rows.append(Row(k, w, metric, md.unit, None, None, None, None, None, 0,
+                                _join(tcg, "not supported")))
+                continue
+            clean[k] = vals
+            est = stats.describe(vals, g.deterministic, f"{w}|{metric}|{k}")
+            rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, nsup, est.note)))
+        for kind in md.rel:
+            ref_name = BASELINE if kind == "vs_baseline" else REFERENCE
+            ref = clean.get(ref_name)
+            if ref is None:
+                continue
+            for k, vals in clean.items():
+                if k == ref_name or (kind == "vs_baseline" and k == REFERENCE):
+                    continue
+                key = f"{w}|{metric}|{k}|{kind}"
+                if kind == "delta":
+                    est = stats.difference(vals, ref, g.deterministic, key, ref_name)
+                    unit = md.unit
+                else:
+                    est = stats.ratio(vals, ref, g.deterministic, key, ref_name)
+                    if est is not None and kind != "rel":
+                        est = est.map(stats.percent)
+                    unit = REL_UNIT[kind]
+                name = metric + REL_SUFFIX[kind]
+                if est is None:
+                    rows.append(Row(k, w, name, unit, None, None, None, None, None, len(vals),
+                                    _join(tcg, f"{ref_name} median is not positive")))
+                    continue
+                rows.append(_row(k, w, name, unit, est, _join(tcg, est.note)))
+    rows.sort(key=lambda r: (r.workload, r.metric, order.get(r.kernel, len(order)), r.kernel))
+    return Summary(rows=rows, warnings=warnings, facts=_facts(run))
+
+
+def _facts(run: Run) -> dict:
+    m = run.manifest
+    return {
+        "run_id": run.run_id,
+        "state": run.state,
+        "timing": run.timing,
+        "timing_unit": run.unit,
+        "relative_only": run.relative_only,
+        "repetitions": m.get("repetitions"),
+        "quick": m.get("quick"),
+        "kernels": run.kernels,
+        "git_revision": m.get("git_revision"),
+        "boots_ok": len(run.boots),
+        "boots_failed": [{"id": b.id, "status": b.status} for b in run.failed],
+    }
+
+
+# --- files ------------------------------------------------------------------
+
+def _clean(v: float | None) -> float | None:
+    if v is None:
+        return None
+    v = round(float(v), 6)
+    return 0.0 if v == 0 else v
+
+
+def fmt(v: float | None) -> str:
+    """Fixed float formatting: at most 6 decimals, no trailing zeros."""
+    v = _clean(v)
+    if v is None:
+        return ""
+    s = f"{v:.6f}".rstrip("0").rstrip(".")
+    return "0" if s in ("-0", "") else s
+
+
+def csv_text(summary: Summary) -> str:
+    buf = io.StringIO()
+    wr = csv.writer(buf, lineterminator="\n")
+    wr.writerow(COLUMNS)
+    for r in summary.rows:
+        cells = (getattr(r, c) for c in COLUMNS)
+        wr.writerow(["" if x is None else fmt(x) if isinstance(x, float) else x for x in cells])
+    return buf.getvalue()
+
+
+def json_text(summary: Summary) -> str:
+    rows = []
+    for r in summary.rows:
+        d = asdict(r)
+        for k, v in d.items():
+            if isinstance(v, float):
+                d[k] = _clean(v)
+        rows.append(d)
+    doc = {"columns": list(COLUMNS), "run": summary.facts, "warnings": summary.warnings, "rows": rows}
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def write(run: Run, summary: Summary, out: Path | None = None) -> Path:
+    out = out or run.path / OUT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.csv").write_text(csv_text(summary))
+    (out / "summary.json").write_text(json_text(summary))
+    return out
