@@ -1,0 +1,187 @@
+"""Small synthetic result trees (results/<run-id>/) shaped like bench/run-bench
+output, with values simple enough to compute expected overheads by hand.
+
+Latency p50 of op X on kernel K, repetition r (1-based):
+    round(OPS[X] * factor(K, X)) + JITTER[r-1]       (alloc)
+    round(OPS[X] * factor(K, X)) // 2 + JITTER[r-1]  (free)
+e.g. pages_o0_alloc: off 1000, 1002; baseline 1400, 1402."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KERNELS = ("off", "baseline", "baseline-nopf", "packed", "packed-ext16")
+VARIANT = {"off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
+           "packed": "packed", "packed-ext16": "packed"}
+CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16"}
+OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000}
+PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2}
+SLAB_FACTOR = {"off": 1.0, "baseline": 1.07, "baseline-nopf": 1.01, "packed": 1.095, "packed-ext16": 1.05}
+JITTER = (0, 2, 1, 3)
+STRESSORS = {"vm": 2.0, "fork": 4.0}          # off wall-clock-time, seconds
+STRESS_FACTOR = {"off": 1.0, "baseline": 1.10, "baseline-nopf": 1.02, "packed": 1.03, "packed-ext16": 1.05}
+FIO_RUNTIME = 2000                              # off job_runtime, ms
+MEM_SIZES = (1024, 8192)
+EXT_BYTES = {"baseline": 8, "baseline-nopf": 8, "packed": 0, "packed-ext16": 2}
+MEMTOTAL_LOSS = {"off": 0, "baseline": 2048, "baseline-nopf": 2048, "packed": 0, "packed-ext16": 512}
+
+
+def memtotal(kernel: str, mem_mb: int) -> int:
+    """MemTotal in kB: 97% of RAM minus the page_ext memory (per 1 GiB)."""
+    return mem_mb * 1024 * 97 // 100 - MEMTOTAL_LOSS[kernel] * mem_mb // 1024
+
+
+def factor(kernel: str, op: str) -> float:
+    return (SLAB_FACTOR if op.startswith("kmalloc") else PAGE_FACTOR)[kernel]
+
+
+def p50(kernel: str, op: str, kind: str, rep: int) -> int:
+    v = round(OPS[op] * factor(kernel, op))
+    return (v if kind == "alloc" else v // 2) + JITTER[rep - 1]
+
+
+@dataclass
+class Spec:
+    run_id: str = "20250101-000000"
+    timing: str = "icount"
+    reps: int = 2
+    kernels: tuple[str, ...] = KERNELS
+    workloads: tuple[str, ...] = ("micro", "micro-smp", "stress", "fio", "mem")
+    state: str = "complete"
+    failed: dict[str, str] = field(default_factory=dict)   # boot id -> status
+    data_of: dict[str, str] = field(default_factory=dict)  # label -> whose figures it gets
+    scale: dict[str, float] = field(default_factory=dict)  # label -> extra latency factor
+
+
+def _bench_csv(k: str, rep: int, smp: int, scale: float) -> str:
+    out = ["# samples=1000 warmup=100 clock_cost=20 cpus=%d" % smp,
+           "op,cpu,count,min,p50,p90,p99,mean,max,outliers"]
+    cpus = [-1] + ([1000 + c for c in range(smp)] if smp > 1 else [])
+    for cpu in cpus:
+        for op in OPS if cpu == -1 else ["pages_o0"]:
+            for kind in ("alloc", "free"):
+                p = round(p50(k, op, kind, rep) * scale)
+                if cpu >= 1000:
+                    p = p * 3 // 2 + 10 * (cpu - 1000)
+                out.append(f"{op}_{kind},{cpu},1000,{p * 9 // 10},{p},{p * 6 // 5},{p * 2},"
+                           f"{p * 11 // 10},{p * 10},0")
+    return "\n".join(out) + "\n# end\n"
+
+
+def _stress_yaml(s: str, wall: float) -> str:
+    return ("---\nsystem-info:\n      stress-ng-version: 0.15.06\n      run-by: root\n\n"
+            f"metrics:\n    - stressor: {s}\n      bogo-ops: 1000\n"
+            f"      bogo-ops-per-second-usr-sys-time: {1000 / wall:.6f}\n"
+            f"      bogo-ops-per-second-real-time: {1000 / wall:.6f}\n"
+            f"      wall-clock-time: {wall:.6f}\n      user-time: {wall * 0.1:.6f}\n"
+            f"      system-time: {wall * 0.8:.6f}\n      cpu-usage-per-instance: 90.0\n"
+            "      max-rss: 36000\n\n...\n")
+
+
+def _perf(task_ms: float) -> str:
+    return (f"# started on Thu Jan  1 00:00:00 2025\n\n{task_ms:.2f},msec,task-clock,1,100.00,0.99,CPUs utilized\n"
+            "5000,,page-faults,1,100.00,1.0,K/sec\n<not supported>,,cycles,0,100.00,,\n")
+
+
+def _fio_json(runtime: int) -> str:
+    kib = 65536
+    bw = kib * 1000 // runtime
+    job = {"jobname": "pagecache", "job_runtime": runtime, "usr_cpu": 10.0, "sys_cpu": 80.0,
+           "read": {"bw": bw, "iops": bw / 4, "runtime": runtime},
+           "write": {"bw": bw // 2, "iops": bw / 8, "runtime": runtime}}
+    return "note: a fio remark before the JSON\n" + json.dumps({"fio version": "fio-3.33", "jobs": [job]}, indent=2)
+
+
+def _meminfo(total: int, free: int) -> str:
+    return f"MemTotal:       {total} kB\nMemFree:        {free} kB\nMemAvailable:   {free} kB\n"
+
+
+def _allocinfo(k: str) -> str:
+    lines = ["allocinfo - version: 1.0", "#     <size>  <calls> <tag info>"]
+    lines += [f"  {4096 * (i + 1)}  {i + 1} mm/x.c:{i} func:f{i}" for i in range(3 + (k == "packed"))]
+    return "\n".join(lines) + "\n"
+
+
+def _dmesg(k: str, mem_mb: int) -> str:
+    log = "[    0.000000] Linux version 6.12.0\n"
+    if k == "off":
+        return log
+    pages = mem_mb * 256
+    b = EXT_BYTES[k]
+    mode = {0: "flags", 2: "page_ext16", 8: "page_ext"}[b]
+    ref_bits = 64 if k.startswith("baseline") else 16
+    return log + (f"[    1.500000] alloc_tag: page tag refs: mode={mode} ref_bits={ref_bits} kernel_tags=3912 "
+                  f"index_bits={0 if ref_bits == 64 else 16} index_used=3913 index_max=65535 "
+                  f"page_ext_bytes={b * pages} page_ext_pages={pages if b else 0}\n")
+
+
+WORKLOAD_MEM = {"mem": MEM_SIZES}
+WORKLOAD_SMP = {"micro-smp": 2}
+
+
+def make_run(root: Path, spec: Spec | None = None) -> Path:
+    spec = spec or Spec()
+    run = Path(root) / spec.run_id
+    (run / "boots").mkdir(parents=True)
+    boots = []
+    for rep in range(1, spec.reps + 1):
+        for w in spec.workloads:
+            for m in WORKLOAD_MEM.get(w, (1024,)):
+                for label in spec.kernels:
+                    bid = f"{label}--{w}--m{m}--r{rep}"
+                    status = spec.failed.get(bid, "ok")
+                    smp = WORKLOAD_SMP.get(w, 1)
+                    boots.append({"id": bid, "kernel": label, "variant": VARIANT.get(label, label),
+                                  "workload": w, "mem_mb": m, "smp": smp, "rep": rep,
+                                  "cmdline_extra": CMDLINE.get(label, ""), "status": status,
+                                  "wall_s": 10, "qemu_cmdline": "qemu-system-x86_64 ..."})
+                    if status == "ok":
+                        _write_boot(run / "boots" / bid / "result", spec.data_of.get(label, label),
+                                    w, m, rep, smp, spec.scale.get(label, 1.0))
+                    else:
+                        (run / "boots" / bid).mkdir()
+    variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
+    manifest = {
+        "run_id": spec.run_id, "state": spec.state, "git_revision": "0" * 40, "git_dirty": False,
+        "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,
+        "timing": spec.timing, "timing_unit": "instructions" if spec.timing == "icount" else "ns",
+        "repetitions": spec.reps, "quick": True, "kernels": list(spec.kernels),
+        "build_info": {v: {"variant": v, "kernel_release": f"6.12.0-{v}", "config_hash": f"cfg{v[:3]}",
+                           "series_hash": f"ser{v[:3]}", "compiler": "gcc 12.2.0",
+                           "build_seconds": 600, "bzimage_bytes": 12345678} for v in variants},
+        "host": {"cpu": "Synthetic CPU", "cpus": 2, "mem_kb": 8000000, "kernel": "6.1.0",
+                 "qemu": ["QEMU emulator version 7.2.0"], "kvm_verdict": "no /dev/kvm"},
+        "boots": boots,
+    }
+    (run / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return run
+
+
+def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: float) -> None:
+    res.mkdir(parents=True)
+    files = {"job.rc": "0\n", "dmesg.txt": _dmesg(k, m),
+             "meminfo-boot.txt": _meminfo(memtotal(k, m), memtotal(k, m) - 50000)}
+    if k != "off":
+        files["allocinfo.txt"] = _allocinfo(k)
+    if w.startswith("micro"):
+        files["alloc_bench.csv"] = _bench_csv(k, rep, smp, scale)
+    elif w == "stress":
+        rc = []
+        for s, base in STRESSORS.items():
+            wall = base * STRESS_FACTOR[k] * scale + 0.001 * (rep - 1)
+            files[f"stress-{s}.yaml"] = _stress_yaml(s, wall)
+            files[f"perf-stress-{s}.txt"] = _perf(wall * 990)
+            rc.append(f"{s} 0")
+        files["stress-rc.txt"] = "\n".join(rc) + "\n"
+    elif w == "fio":
+        runtime = round(FIO_RUNTIME * STRESS_FACTOR[k] * scale) + rep - 1
+        files["fio.json"] = _fio_json(runtime)
+        files["perf-fio.txt"] = _perf(runtime * 0.9)
+        files["fio-rc.txt"] = "0\n"
+    elif w == "mem":
+        t = memtotal(k, m)
+        files["meminfo.txt"] = _meminfo(t, t - 40000 - 100 * (k == "packed"))
+    for name, text in files.items():
+        (res / name).write_text(text)
