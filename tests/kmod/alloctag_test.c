@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * alloctag_test: allocate known amounts from known call sites of a module,
+ * so that a test can check what /proc/allocinfo attributes to them.
+ *
+ * Write to /proc/alloctag_test:
+ *   alloc    allocate the set below (again)
+ *   free     free everything allocated
+ *   handoff  give everything to alloctag_keeper (freed there later)
+ * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min".
+ */
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/percpu.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "alloctag_keeper.h"
+
+struct site {
+	const char *name;
+	enum alloctag_kind kind;
+	unsigned int line, n, arg;
+	bool exact;
+};
+
+static LIST_HEAD(held);
+static DEFINE_MUTEX(lock);
+
+/* One call site per allocation kind; the line numbers are what allocinfo shows. */
+static void *site_page0(void) { return alloc_pages(GFP_KERNEL, 0); }
+static const unsigned int line_page0 = __LINE__ - 1;
+static void *site_page2(void) { return alloc_pages(GFP_KERNEL, 2); }
+static const unsigned int line_page2 = __LINE__ - 1;
+static void *site_folio1(void) { return folio_alloc(GFP_KERNEL, 1); }
+static const unsigned int line_folio1 = __LINE__ - 1;
+static void *site_kmalloc(void) { return kmalloc(1024, GFP_KERNEL); }
+static const unsigned int line_kmalloc = __LINE__ - 1;
+static void *site_vmalloc(void) { return vmalloc(64 * 1024); }
+static const unsigned int line_vmalloc = __LINE__ - 1;
+static void *site_percpu(void) { return (void __force *)__alloc_percpu(128, 8); }
+static const unsigned int line_percpu = __LINE__ - 1;
+
+static struct site sites[] = {
+	{ "page0", K_PAGE, 0, 4, 0, true },
+	{ "page2", K_PAGE, 0, 2, 2, true },
+	{ "folio1", K_FOLIO, 0, 3, 1, true },
+	{ "kmalloc1024", K_KMALLOC, 0, 8, 1024, true },
+	{ "vmalloc64k", K_VMALLOC, 0, 2, 65536, false },
+	{ "percpu128", K_PERCPU, 0, 4, 128, false },
+};
+
+static void *alloc_one(struct site *s)
+{
+	if (s == &sites[0])
+		return site_page0();
+	if (s == &sites[1])
+		return site_page2();
+	if (s == &sites[2])
+		return site_folio1();
+	if (s == &sites[3])
+		return site_kmalloc();
+	if (s == &sites[4])
+		return site_vmalloc();
+	return site_percpu();
+}
+
+static int do_alloc(void)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < ARRAY_SIZE(sites); i++) {
+		for (j = 0; j < sites[i].n; j++) {
+			struct alloctag_held *h = kmalloc(sizeof(*h), GFP_KERNEL);
+
+			if (!h)
+				return -ENOMEM;
+			h->kind = sites[i].kind;
+			h->order = sites[i].kind == K_PAGE || sites[i].kind == K_FOLIO ?
+				   sites[i].arg : 0;
+			h->p = alloc_one(&sites[i]);
+			if (!h->p) {
+				kfree(h);
+				return -ENOMEM;
+			}
+			list_add_tail(&h->link, &held);
+		}
+	}
+	return 0;
+}
+
+static void do_free(void)
+{
+	struct alloctag_held *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &held, link) {
+		list_del(&h->link);
+		alloctag_keeper_free_held(h);
+	}
+}
+
+static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, loff_t *off)
+{
+	char buf[16] = {};
+	int err = 0;
+
+	if (len >= sizeof(buf) || copy_from_user(buf, ubuf, len))
+		return -EINVAL;
+	mutex_lock(&lock);
+	if (sysfs_streq(buf, "alloc"))
+		err = do_alloc();
+	else if (sysfs_streq(buf, "free"))
+		do_free();
+	else if (sysfs_streq(buf, "handoff"))
+		alloctag_keeper_take(&held);
+	else
+		err = -EINVAL;
+	mutex_unlock(&lock);
+	return err ? err : len;
+}
+
+static int ctl_show(struct seq_file *m, void *v)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sites); i++) {
+		struct site *s = &sites[i];
+		unsigned long bytes;
+
+		switch (s->kind) {
+		case K_PAGE:
+		case K_FOLIO:
+			bytes = (PAGE_SIZE << s->arg) * s->n;
+			break;
+		default:
+			bytes = (unsigned long)s->arg * s->n;
+		}
+		seq_printf(m, "%u %s %lu %u %s\n", s->line, s->name, bytes, s->n,
+			   s->exact ? "exact" : "min");
+	}
+	return 0;
+}
+
+static int ctl_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, ctl_show, NULL);
+}
+
+static const struct proc_ops ctl_ops = {
+	.proc_open = ctl_open,
+	.proc_read = seq_read,
+	.proc_write = ctl_write,
+	.proc_lseek = seq_lseek,
+	.proc_release = single_release,
+};
+
+static int __init alloctag_test_init(void)
+{
+	sites[0].line = line_page0;
+	sites[1].line = line_page2;
+	sites[2].line = line_folio1;
+	sites[3].line = line_kmalloc;
+	sites[4].line = line_vmalloc;
+	sites[5].line = line_percpu;
+	return proc_create("alloctag_test", 0644, NULL, &ctl_ops) ? 0 : -ENOMEM;
+}
+
+static void __exit alloctag_test_exit(void)
+{
+	remove_proc_entry("alloctag_test", NULL);
+	/* Whatever was not freed or handed off stays allocated on purpose. */
+}
+
+module_init(alloctag_test_init);
+module_exit(alloctag_test_exit);
+MODULE_DESCRIPTION("Allocation profiling attribution test");
+MODULE_LICENSE("GPL");

@@ -1,0 +1,119 @@
+"""System tests on booted kernels: attribution of known allocations to their
+call sites, module load/unload churn and unload with live allocations."""
+
+import re
+
+import pytest
+
+from bench import parse
+from tests.guest import boot
+
+MODULE = "alloctag_test"
+
+
+def systest(variant, append=""):
+    name = f"systest-{variant}" + ("-" + re.sub(r"\W+", "_", append) if append else "")
+    b = boot(name, variant, job="systest", append=append, smp=2)
+    assert b.ok, b.why()
+    assert b.file("job.rc").strip() == "0", f"systest job failed, see {b.dir}/result/job.log"
+    return b
+
+
+def expected(b):
+    """{line: (site, bytes, calls, exact)} as alloctag_test reports them."""
+    out = {}
+    for ln in b.file("expected.txt").splitlines():
+        line, site, nbytes, calls, kind = ln.split()
+        out[int(line)] = (site, int(nbytes), int(calls), kind == "exact")
+    assert len(out) == 6, f"unexpected {b.dir}/result/expected.txt"
+    return out
+
+
+def module_sites(b, snap):
+    """{line: AllocinfoLine} of the test module's call sites in a snapshot."""
+    text = b.file(f"allocinfo-{snap}.txt")
+    assert text, f"no allocinfo snapshot '{snap}' in {b.dir}/result"
+    out = {}
+    for a in parse.allocinfo(text):
+        m = re.search(r"alloctag_test\.c:(\d+) \[" + MODULE + r"\]", a.tag)
+        if m:
+            out[int(m.group(1))] = a
+    return out
+
+
+@pytest.mark.parametrize("variant,append", [
+    ("baseline", ""),
+    ("packed", ""),
+    ("packed", "alloc_tag.page_refs=page_ext16"),
+    ("packed", "alloc_tag.index_limit=100"),
+])
+def test_known_allocations_are_attributed_to_their_call_sites(variant, append):
+    b = systest(variant, append)
+    exp = expected(b)
+    after_alloc = module_sites(b, "alloc")
+    for line, (site, nbytes, calls, exact) in exp.items():
+        assert line in after_alloc, f"{site} (line {line}) missing from allocinfo"
+        got = after_alloc[line]
+        if exact:
+            assert (got.bytes, got.calls) == (nbytes, calls), f"{site}: {got}"
+        else:
+            assert got.bytes >= nbytes and got.calls >= calls, f"{site}: {got}"
+    after_free = module_sites(b, "free")
+    for line in exp:
+        assert (after_free[line].bytes, after_free[line].calls) == (0, 0), \
+            f"{exp[line][0]} not back to zero after free: {after_free[line]}"
+
+
+@pytest.mark.parametrize("append", ["", "alloc_tag.page_refs=page_ext16"])
+def test_module_churn_neither_leaks_index_space_nor_corrupts_counters(append):
+    b = systest("packed", append)
+    assert "churn 100" in b.file("steps.txt")
+    loaded, churn = b.file("index-loaded.txt").strip(), b.file("index-churn.txt").strip()
+    assert loaded.isdigit() and loaded == churn, (loaded, churn)
+    after = module_sites(b, "churn")
+    assert after and all((a.bytes, a.calls) == (0, 0) for a in after.values())
+
+
+def test_unload_with_live_allocations_keeps_the_range_until_freed():
+    b = systest("packed")
+    steps = b.file("steps.txt")
+    assert "rmmod with live allocations" in steps and "reload" in steps
+    loaded = int(b.file("index-loaded.txt"))
+    # The unloaded module's range stays reserved while its pages live ...
+    assert int(b.file("index-retired.txt")) == loaded
+    assert int(b.file("kept.txt")) > 0
+    # ... its tags are hidden like in 6.12 ...
+    assert not module_sites(b, "retired")
+    # ... and once they are freed a new load reuses the space.
+    assert int(b.file("index-reload.txt")) == loaded
+    assert int(b.file("index-end.txt")) == int(b.file("index-start.txt"))
+    assert "has " in b.dmesg and "allocated at module unload" in b.dmesg
+
+
+def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
+    plain = boot("packed", "packed")
+    assert plain.ok, plain.why()
+    k = parse.page_refs_report(plain.dmesg).kernel_tags
+    # Room for two module indices below the shared overflow entry.
+    b = systest("packed", f"alloc_tag.index_limit={k + 3}")
+    assert parse.page_refs_report(b.dmesg).mode == "flags"
+    assert "got no index" in b.dmesg or "accounted to modules:index_overflow" in b.dmesg
+    exp = expected(b)
+    page_bytes = sum(nbytes for site, nbytes, _, _ in exp.values()
+                     if site.startswith(("page", "folio")))
+    overflow = [a for a in parse.allocinfo(b.file("allocinfo-alloc.txt"))
+                if a.tag.startswith("index_overflow:0 [")]
+    assert overflow, "no index_overflow entry in /proc/allocinfo"
+    sites = module_sites(b, "alloc")
+    on_sites = sum(sites[line].bytes for line, e in exp.items()
+                   if e[0].startswith(("page", "folio")) and line in sites)
+    # Every page is accounted, to its own site or to an overflow entry.
+    assert sum(a.bytes for a in overflow) > 0
+    assert sum(a.bytes for a in overflow) + on_sites >= page_bytes
+    # Slab objects keep pointers: kmalloc stays on its own call site.
+    kmalloc_line = next(line for line, e in exp.items() if e[0] == "kmalloc1024")
+    assert sites[kmalloc_line].bytes == exp[kmalloc_line][1]
+    # After freeing, nothing is left on the overflow entries.
+    after = [a for a in parse.allocinfo(b.file("allocinfo-free.txt"))
+             if a.tag.startswith("index_overflow:0 [")]
+    assert sum(a.bytes for a in after) == 0
