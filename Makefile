@@ -21,7 +21,7 @@ B ?=
 export BUILD_DIR CCACHE_DIR TIMING
 
 BENCH_KERNELS := off baseline packed
-TEST_KERNELS := $(BENCH_KERNELS) packed-debug
+TEST_KERNELS := $(BENCH_KERNELS)
 
 .PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
 	plots compare clean distclean

@@ -77,3 +77,14 @@ def test_invalid_boot_parameter_is_rejected_with_a_message(arg, message):
     assert message in b.dmesg
     assert report(b).mode == "flags"
     assert b.file("mem_profiling").strip() == "1"
+
+
+@pytest.mark.parametrize("variant", ["baseline", "packed"])
+def test_garbage_written_to_the_sysctl_is_refused(variant):
+    b = boot(f"sysctl-{variant}", variant, job="sysctl")
+    assert b.ok, b.why()
+    lines = b.file("sysctl.txt").splitlines()
+    assert len(lines) == 5, lines
+    for ln in lines[:3]:
+        assert "rc=1 now=1" in ln, ln
+    assert lines[3] == "off now=0" and lines[4] == "on now=1"
