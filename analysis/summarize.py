@@ -62,6 +62,7 @@ class _Group:
     mdef: MetricDef
     deterministic: bool
     values: dict[str, list[float | None]] = field(default_factory=lambda: defaultdict(list))
+    notes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))  # per kernel
 
 
 @dataclass
@@ -105,12 +106,15 @@ class _Collector:
         self.groups: dict[tuple[str, str], _Group] = {}
         self.warnings: list[str] = []
 
-    def add(self, d: BootData, workload: str, metric: str, mdef: MetricDef, value: float | None):
+    def add(self, d: BootData, workload: str, metric: str, mdef: MetricDef, value: float | None,
+            note: str = ""):
         key = (workload, metric)
         g = self.groups.get(key)
         if g is None:
             g = self.groups[key] = _Group(mdef, self.run.deterministic(d.boot.workload))
         g.values[d.boot.kernel].append(value)
+        if note:
+            g.notes[d.boot.kernel].add(note)
 
     def micro(self, d: BootData):
         w, unit = d.boot.workload, latency_unit(self.run)
@@ -182,8 +186,8 @@ class _Collector:
             nbytes = float(r.page_ext_bytes) if r else 0.0
             npages = float(r.page_ext_pages) if r else 0.0
             note = "" if r else "no page tag refs line: kernel without profiling"
-            self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",), note=note), nbytes)
-            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries", note=note), npages)
+            self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",)), nbytes, note)
+            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries"), npages, note)
             if npages > 0:
                 self.add(d, w, "page_ext_bytes_per_entry", MetricDef("bytes/entry"), nbytes / npages)
             total = mi.get("MemTotal", 0)
@@ -252,7 +256,8 @@ def summarize(run: Run) -> Summary:
                 continue
             clean[k] = vals
             est = stats.describe(vals, g.deterministic, f"{w}|{metric}|{k}")
-            rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, nsup, est.note)))
+            knote = "; ".join(sorted(g.notes.get(k, ())))
+            rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, knote, nsup, est.note)))
         for kind in md.rel:
             ref_name = BASELINE if kind == "vs_baseline" else REFERENCE
             ref = clean.get(ref_name)

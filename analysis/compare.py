@@ -1,0 +1,125 @@
+"""Which overheads moved between two runs, and whether each move is outside
+the runs' intervals (95% CIs, or boot-to-boot spreads under icount).
+
+    /usr/bin/python3 -m analysis.compare results/A results/B [--all] [--allow-tcg]
+
+Both runs are summarised afresh from their raw files; nothing is written.
+Exit status 0 unless the input is bad (then 1, with a one-line message)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+
+from analysis import stats, summarize
+from analysis.load import AnalysisError, load_run, resolve_run_dir
+from analysis.summarize import Row, Summary
+
+EPS = 1e-9
+# Rows that are overheads: relative to off (or baseline), or page_ext memory.
+OVERHEAD_SUFFIXES = (".overhead", ".rel", ".delta", ".vs_baseline")
+OVERHEAD_PREFIXES = ("page_ext_",)
+
+
+def is_overhead(r: Row) -> bool:
+    return r.metric.endswith(OVERHEAD_SUFFIXES) or r.metric.startswith(OVERHEAD_PREFIXES)
+
+
+def interval(r: Row) -> tuple[float, float] | None:
+    return stats.Estimate(r.value, r.ci_low, r.ci_high, r.spread_low, r.spread_high).interval()
+
+
+@dataclass(frozen=True)
+class Change:
+    kernel: str
+    workload: str
+    metric: str
+    unit: str
+    a: Row
+    b: Row
+    verdict: str   # "outside", "inside", "no interval", "same"
+
+    @property
+    def delta(self) -> float:
+        assert self.a.value is not None and self.b.value is not None
+        return self.b.value - self.a.value
+
+
+def classify(a: Row, b: Row) -> str:
+    assert a.value is not None and b.value is not None
+    if abs(b.value - a.value) <= EPS * max(1.0, abs(a.value)):
+        return "same"
+    ia, ib = interval(a), interval(b)
+    if ia is None or ib is None:
+        return "no interval"
+    # Deterministic (icount) spreads can be single points; then any change is real.
+    disjoint = ia[1] < ib[0] - EPS or ib[1] < ia[0] - EPS
+    return "outside" if disjoint else "inside"
+
+
+def compare(sa: Summary, sb: Summary) -> tuple[list[Change], list[str], list[str]]:
+    """(changes over overhead rows in both runs, keys only in A, keys only in B)."""
+    def keyed(s: Summary) -> dict[tuple[str, str, str], Row]:
+        return {(r.kernel, r.workload, r.metric): r for r in s.rows if is_overhead(r) and r.value is not None}
+    ka, kb = keyed(sa), keyed(sb)
+    order = {k: i for i, k in enumerate(list(sa.facts["kernels"]) + list(sb.facts["kernels"]))}
+    keys = sorted(set(ka) & set(kb), key=lambda k: (k[1], k[2], order.get(k[0], 0), k[0]))
+    changes = [Change(*k, ka[k].unit, ka[k], kb[k], classify(ka[k], kb[k])) for k in keys]
+    only = lambda x, y: ["/".join(k) for k in sorted(set(x) - set(y))]  # noqa: E731
+    return changes, only(ka, kb), only(kb, ka)
+
+
+def _cell(r: Row) -> str:
+    iv = interval(r)
+    v = summarize.fmt(r.value)
+    return v if iv is None else f"{v} [{summarize.fmt(iv[0])}, {summarize.fmt(iv[1])}]"
+
+
+def render(changes: list[Change], only_a: list[str], only_b: list[str], a_name: str, b_name: str,
+           show_all: bool, notes: list[str]) -> str:
+    shown = [c for c in changes if show_all or c.verdict != "same"]
+    header = ["kernel", "workload", "metric", "unit", f"A {a_name}", f"B {b_name}", "B-A", "verdict"]
+    body = [[c.kernel, c.workload, c.metric, c.unit, _cell(c.a), _cell(c.b), summarize.fmt(c.delta), c.verdict]
+            for c in shown]
+    widths = [max(len(x) for x in col) for col in zip(header, *body)] if body else [len(h) for h in header]
+    lines = [f"note: {n}" for n in notes]
+    lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths)).rstrip())
+    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip() for r in body]
+    n = {v: sum(1 for c in changes if c.verdict == v) for v in ("same", "inside", "outside", "no interval")}
+    lines.append(f"{len(changes)} overhead rows in both runs: {n['outside']} moved outside the intervals, "
+                 f"{n['inside']} moved within them, {n['no interval']} moved without an interval, "
+                 f"{n['same']} unchanged")
+    if only_a:
+        lines.append(f"{len(only_a)} rows only in A, e.g. {only_a[0]}")
+    if only_b:
+        lines.append(f"{len(only_b)} rows only in B, e.g. {only_b[0]}")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m analysis.compare",
+                                 description="Which overheads moved between two benchmark runs.")
+    ap.add_argument("a", help="results/<run-id> of the earlier run")
+    ap.add_argument("b", help="results/<run-id> of the later run")
+    ap.add_argument("--all", action="store_true", help="also list unchanged rows")
+    ap.add_argument("--allow-tcg", action="store_true", help="accept plain-TCG runs (relative only)")
+    args = ap.parse_args(argv)
+    try:
+        ra = load_run(resolve_run_dir(args.a), allow_tcg=args.allow_tcg)
+        rb = load_run(resolve_run_dir(args.b), allow_tcg=args.allow_tcg)
+        sa, sb = summarize.summarize(ra), summarize.summarize(rb)
+    except AnalysisError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    notes = []
+    if ra.timing != rb.timing:
+        notes.append(f"timing differs (A {ra.timing}, B {rb.timing}): overheads are comparable, "
+                     f"absolute figures are not")
+    changes, only_a, only_b = compare(sa, sb)
+    sys.stdout.write(render(changes, only_a, only_b, ra.run_id, rb.run_id, args.all, notes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

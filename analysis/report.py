@@ -1,0 +1,391 @@
+"""report.md of one run: run facts, what the timing mode can show, the LSFMM
+2024 talk's figures beside this run's, the figures with one sentence each
+(derived from the numbers) and the main tables.  Generated only; it holds no
+generation timestamp, so regenerating it from the same run is byte-identical."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis import stats
+from analysis.load import REFERENCE, Run
+from analysis.summarize import BASELINE, Row, Summary
+
+
+@dataclass(frozen=True)
+class Figure:
+    kind: str        # memory, latency-overhead, latency-distribution, throughput
+    workload: str
+    name: str        # file name without extension (.png and .svg exist)
+    title: str
+
+
+# --- formatting -------------------------------------------------------------
+
+def num(v: float | None, digits: int = 1) -> str:
+    return "n/a" if v is None else f"{v:,.{digits}f}"
+
+
+def signed(v: float | None, digits: int = 1, suffix: str = "%") -> str:
+    if v is None:
+        return "n/a"
+    if round(v, digits) == 0:
+        return f"{0:.{digits}f}{suffix}"
+    return f"{v:+.{digits}f}{suffix}"
+
+
+def interval_kind(r: Row) -> str:
+    if r.ci_low is not None:
+        return "CI"
+    return "spread" if r.spread_low is not None else ""
+
+
+def with_interval(r: Row | None, digits: int = 1, suffix: str = "%", sign: bool = True) -> str:
+    if r is None or r.value is None:
+        return "n/a"
+    f = (lambda v: signed(v, digits, suffix)) if sign else (lambda v: num(v, digits) + suffix)
+    est = stats.Estimate(r.value, r.ci_low, r.ci_high, r.spread_low, r.spread_high)
+    iv = est.interval()
+    if iv is None or (round(iv[0], digits) == round(iv[1], digits) == round(r.value, digits)):
+        return f(r.value)
+    return f"{f(r.value)} ({interval_kind(r)} {f(iv[0])}..{f(iv[1])})"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return out + [""]
+
+
+# --- lookups ----------------------------------------------------------------
+
+class _Rows:
+    def __init__(self, summary: Summary):
+        self.by = {(r.kernel, r.workload, r.metric): r for r in summary.rows}
+        self.rows = summary.rows
+
+    def get(self, k: str, w: str, m: str) -> Row | None:
+        return self.by.get((k, w, m))
+
+    def value(self, k: str, w: str, m: str) -> float | None:
+        r = self.get(k, w, m)
+        return None if r is None else r.value
+
+    def workload_rows(self, w: str, suffix: str) -> list[Row]:
+        return [r for r in self.rows if r.workload == w and r.metric.endswith(suffix) and r.value is not None]
+
+
+def op_order(run: Run, workload: str) -> list[str]:
+    """Operation metric bases ("pages_o0_alloc", "parallel.pages_o0_alloc") in
+    the order alloc_bench prints them."""
+    seen: list[str] = []
+    for d in run.boots:
+        if d.boot.workload != workload:
+            continue
+        for ln in d.bench:
+            base = ln.op if ln.cpu == -1 else f"parallel.{ln.op}"
+            if ln.cpu in (-1,) or ln.cpu >= 1000:
+                if base not in seen:
+                    seen.append(base)
+    return seen
+
+
+def page_modes(run: Run) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for d in run.boots:
+        if d.report is not None:
+            out.setdefault(d.boot.kernel, f"{d.report.mode}, {d.report.ref_bits}-bit")
+        elif d.boot.kernel == REFERENCE:
+            out.setdefault(d.boot.kernel, "none (no profiling)")
+    return out
+
+
+# --- figure sentences -----------------------------------------------------------
+
+def _sentence_memory(rows: _Rows, run: Run) -> str:
+    parts = []
+    for w in mem_workloads_from(rows):
+        vals = [(r.value, r.kernel) for k in run.kernels
+                if (r := rows.get(k, w, "page_ext_bytes_per_page")) is not None and r.value is not None
+                and k != REFERENCE]
+        if not vals:
+            continue
+        hi = max(vals, key=lambda v: v[0])  # ties: the first kernel in run order
+        lo = min(vals, key=lambda v: v[0])
+        pct = rows.value(hi[1], w, "page_ext_pct_ram")
+        parts.append(f"at {w[5:]} MiB {hi[1]} spends the most on page tag references "
+                     f"({num(hi[0], 2)} bytes per 4 KiB page, {num(pct, 3)}% of RAM) and {lo[1]} the least "
+                     f"({num(lo[0], 2)} bytes per page)")
+    if not parts:
+        return "No page tag reference memory was reported."
+    return ("Page_ext memory owned by tagging: " + "; ".join(parts) + ".")
+
+
+def mem_workloads_from(rows: _Rows) -> list[str]:
+    ws = {r.workload for r in rows.rows if r.workload.startswith("mem-m")}
+    return sorted(ws, key=lambda w: int(w[5:]) if w[5:].isdigit() else 0)
+
+
+def _sentence_latency(rows: _Rows, run: Run, w: str) -> str:
+    ov = [r for r in rows.workload_rows(w, ".p50.overhead")]
+    if not ov:
+        return "No latency overheads could be computed."
+    top = max(ov, key=lambda r: (r.value, r.kernel, r.metric))
+    per_k = []
+    for k in run.kernels:
+        vs = [r.value for r in ov if r.kernel == k]
+        if vs:
+            per_k.append(f"{k} {signed(statistics.median(vs))}")
+    return (f"The largest p50 latency overhead vs off is {top.kernel} on "
+            f"{top.metric[:-len('.p50.overhead')]} ({signed(top.value)}); median over "
+            f"{len({r.metric for r in ov})} operations: " + ", ".join(per_k) + ".")
+
+
+def _sentence_distribution(rows: _Rows, run: Run, w: str) -> str:
+    best = None
+    for r in rows.workload_rows(w, ".p99"):
+        p50 = rows.value(r.kernel, w, r.metric[:-4] + ".p50")
+        if p50 and p50 > 0:
+            cand = (r.value / p50, r.kernel, r.metric[:-4])
+            best = cand if best is None or cand > best else best
+    if best is None:
+        return "No latency percentiles were recorded."
+    det = " (icount: boots agree, so these are the same in every boot)" if run.deterministic(w) else ""
+    return (f"The longest tail relative to its median is {best[1]} on {best[2]}: p99 is "
+            f"{num(best[0], 2)}x its p50{det}.")
+
+
+def _sentence_throughput(rows: _Rows, run: Run) -> str:
+    rel = [r for r in rows.rows if r.value is not None and (
+        (r.workload == "stress" and r.metric.endswith(".bogo_ops_per_s.rel"))
+        or (r.workload == "fio" and r.metric in ("read_bw.rel", "write_bw.rel")))]
+    if not rel:
+        return "No stress-ng or fio throughput was recorded."
+    lo = min(rel, key=lambda r: (r.value, r.kernel, r.metric))
+    hi = max(rel, key=lambda r: (r.value, r.kernel, r.metric))
+
+    def name(r: Row) -> str:
+        if r.workload == "stress":
+            return f"stress-ng {r.metric.split('.')[0]} bogo-ops/s"
+        return f"fio {r.metric[:-len('_bw.rel')]} bandwidth" if r.metric.endswith("_bw.rel") \
+            else f"{r.workload} {r.metric[:-4]}"
+    return (f"Lowest throughput relative to off: {lo.kernel} on {name(lo)} ({num(lo.value, 3)}x); "
+            f"highest: {hi.kernel} on {name(hi)} ({num(hi.value, 3)}x).")
+
+
+def figure_sentence(fig: Figure, rows: _Rows, run: Run) -> str:
+    if fig.kind == "memory":
+        return _sentence_memory(rows, run)
+    if fig.kind == "latency-overhead":
+        return _sentence_latency(rows, run, fig.workload)
+    if fig.kind == "latency-distribution":
+        return _sentence_distribution(rows, run, fig.workload)
+    if fig.kind == "throughput":
+        return _sentence_throughput(rows, run)
+    return ""
+
+
+# --- sections ---------------------------------------------------------------
+
+def timing_text(run: Run) -> list[str]:
+    if run.timing == "icount":
+        out = [
+            "Guest time is **executed instructions** (QEMU `-icount shift=0`: one virtual "
+            "nanosecond is one instruction); latencies are in instructions and stress-ng/fio "
+            "times in virtual seconds, i.e. instruction counts of the whole workload (lower is better).",
+            "",
+            "- It shows: the extra code each way of storing page tag references executes, exactly and "
+            "repeatably. Boots of one kernel with one vCPU are deterministic, so results carry the "
+            "boot-to-boot **spread** (min..max over boots) instead of a confidence interval.",
+            "- It cannot show: memory-system cost. icount models no caches and no TLB, so it "
+            "**understates page_ext lookup costs on real hardware**: the extra cache line a page_ext "
+            "reference touches costs one load here but can cost a cache miss on a real machine. "
+            "Kernels that keep the reference in page_ext (baseline, packed-ext16) are favoured "
+            "relative to packed (reference in page->flags).",
+            "- Not wall-clock time, and not contention: runs with several vCPUs (micro-smp) are not "
+            "deterministic and carry bootstrap CIs.",
+        ]
+    elif run.timing == "kvm":
+        out = [
+            "Guest time is **wall-clock nanoseconds** under KVM on the host CPU: caches and TLB are "
+            "real, but so is noise from the host. Intervals are 95% bootstrap CIs over boots "
+            f"(resampling each kernel's boots independently, {stats.RESAMPLES} resamples, fixed seed); "
+            "with few repetitions they are wide.",
+        ]
+    else:
+        out = [
+            "**Timing is plain TCG wall clock (`--allow-tcg`): relative only.** Emulation distorts "
+            "every latency, so the absolute figures are not latencies; only ratios between kernels "
+            "are shown, and even those over-weight instruction count against memory effects.",
+        ]
+    return out + [""]
+
+
+def run_facts(run: Run) -> list[str]:
+    m, h = run.manifest, run.manifest.get("host") or {}
+    qemu = h.get("qemu")
+    qemu = ", ".join(qemu) if isinstance(qemu, list) else (qemu or "unknown")
+    rev = str(m.get("git_revision") or "unknown") + (" (dirty tree)" if m.get("git_dirty") else "")
+    facts = [
+        ["Run", run.run_id], ["State", run.state], ["Git revision", rev],
+        ["Start / end (UTC)", f"{m.get('start', '?')} / {m.get('end', '?')}"],
+        ["Wall time", f"{m.get('wall_s', '?')} s"],
+        ["Timing", f"{run.timing} (unit: {run.unit})"],
+        ["Repetitions", f"{m.get('repetitions', '?')}" + (" (quick run)" if m.get("quick") else "")],
+        ["Kernels", ", ".join(run.kernels)],
+        ["Host CPU", f"{h.get('cpu') or 'unknown'} ({h.get('cpus', '?')} CPUs)"],
+        ["Host memory", f"{h.get('mem_kb', '?')} kB"], ["Host kernel", str(h.get("kernel") or "unknown")],
+        ["QEMU", qemu], ["KVM verdict", str(h.get("kvm_verdict") or "none recorded")],
+        ["Boots", f"{len(run.boots)} ok, {len(run.failed)} failed"],
+    ]
+    return table(["Fact", "Value"], facts)
+
+
+def kernel_table(run: Run) -> list[str]:
+    bi = run.manifest.get("build_info") or {}
+    modes = page_modes(run)
+    rows = []
+    for k in run.kernels:
+        boots = [d.boot for d in run.boots if d.boot.kernel == k]
+        variant = boots[0].variant if boots else "?"
+        extra = sorted({b.cmdline_extra for b in boots})
+        info = bi.get(variant) or {}
+        rows.append([k, variant, modes.get(k, "not reported"), "; ".join(e for e in extra if e) or "-",
+                     str(info.get("kernel_release", "not recorded")), str(info.get("config_hash", "-")),
+                     str(info.get("series_hash", "-")), str(info.get("compiler", "-"))])
+    return table(["Kernel", "Variant", "Page tag refs", "Command line extra", "Release",
+                  "Config hash", "Series hash", "Compiler"], rows)
+
+
+def talk_table(rows: _Rows, run: Run) -> list[str]:
+    tag = " (tcg: relative only)" if run.relative_only else ""
+
+    def micro(k: str, op: str) -> tuple[str, str]:
+        cell = with_interval(rows.get(k, "micro", f"{op}.p50.overhead"))
+        return cell + (tag if cell != "n/a" else ""), f"{k} / micro / {op}.p50.overhead"
+
+    mws = mem_workloads_from(rows)
+    mem_parts, ext_parts = [], []
+    for w in mws:
+        pct = rows.value(BASELINE, w, "page_ext_pct_ram")
+        bpp = rows.value(BASELINE, w, "page_ext_bytes_per_entry")
+        if pct is not None:
+            mem_parts.append(f"{num(pct, 3)}% of RAM, {num(bpp, 1)} bytes/page ({w[5:]} MiB)")
+        vb = rows.value("packed-ext16", w, "page_ext_bytes.vs_baseline")
+        if vb is not None:
+            ext_parts.append(f"{signed(vb)} ({w[5:]} MiB)")
+    mem_src = f"{BASELINE} / mem-m* / page_ext_pct_ram, page_ext_bytes_per_entry"
+    body = [
+        ["Memory overhead (page_ext refs)", "≈0.2% of RAM (8 bytes per 4 KiB page)",
+         "; ".join(mem_parts) or "not measured", mem_src],
+        ["Page allocation, baseline", "+40%", *micro(BASELINE, "pages_o0_alloc")],
+        ["Slab allocation, baseline", "+7%", *micro(BASELINE, "kmalloc_64_alloc")],
+        ["16-bit page_ext refs: page memory", "−75%", "; ".join(ext_parts) or "not measured",
+         "packed-ext16 / mem-m* / page_ext_bytes.vs_baseline"],
+        ["Page allocation, packed refs", "+7% (reported)", *micro("packed", "pages_o0_alloc")],
+        ["Slab allocation, packed refs", "+9.5%", *micro("packed", "kmalloc_64_alloc")],
+    ]
+    return table(["Figure", "LSFMM 2024 talk", "This run", "Row (kernel / workload / metric)"], body)
+
+
+def micro_table(rows: _Rows, run: Run, w: str) -> list[str]:
+    ks = [k for k in run.kernels if k != REFERENCE]
+    body = []
+    for op in op_order(run, w):
+        ref = rows.get(REFERENCE, w, f"{op}.p50")
+        body.append([op, num(ref.value if ref else None, 0)]
+                    + [with_interval(rows.get(k, w, f"{op}.p50.overhead")) for k in ks])
+    return table(["Operation", f"off p50 ({rows_unit(rows, w)})"] + ks, body)
+
+
+def rows_unit(rows: _Rows, w: str) -> str:
+    for r in rows.rows:
+        if r.workload == w and r.metric.endswith(".p50"):
+            return r.unit
+    return "?"
+
+
+def macro_table(rows: _Rows, run: Run, w: str, metrics: list[tuple[str, str]]) -> list[str]:
+    ks = [k for k in run.kernels if k != REFERENCE]
+    body = []
+    for metric, label in metrics:
+        ref = rows.get(REFERENCE, w, metric.rsplit(".", 1)[0])
+        is_rel = metric.endswith(".rel")
+        cells = [with_interval(rows.get(k, w, metric), 3, "x", sign=False) if is_rel
+                 else with_interval(rows.get(k, w, metric)) for k in ks]
+        body.append([label, f"{num(ref.value if ref else None, 3)} {ref.unit if ref else ''}".strip()] + cells)
+    return table(["Metric", "off"] + ks, body)
+
+
+def memory_table(rows: _Rows, run: Run) -> list[str]:
+    out: list[str] = []
+    for w in mem_workloads_from(rows):
+        body = []
+        for k in run.kernels:
+            v = lambda m, d=1: num(rows.value(k, w, m), d)  # noqa: E731
+            body.append([k, v("page_ext_bytes", 0), v("page_ext_bytes_per_page", 2), v("page_ext_pct_ram", 3),
+                         num((rows.value(k, w, "page_ext_bytes_per_tib") or 0) / (1 << 30), 2)
+                         if rows.value(k, w, "page_ext_bytes_per_tib") is not None else "n/a",
+                         signed(rows.value(k, w, "memtotal_kb.delta"), 0, " kB") if k != REFERENCE else "-",
+                         signed(rows.value(k, w, "memfree_kb.delta"), 0, " kB") if k != REFERENCE else "-",
+                         v("allocinfo_bytes", 0), v("allocinfo_lines", 0)])
+        out += [f"Guest RAM {w[5:]} MiB:", ""]
+        out += table(["Kernel", "page_ext bytes", "bytes / 4 KiB page", "% of RAM", "GiB per TiB RAM",
+                      "MemTotal vs off", "MemFree vs off", "allocinfo bytes", "allocinfo tags"], body)
+    return out
+
+
+def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
+    rows = _Rows(summary)
+    L: list[str] = [f"# Allocation profiling overhead: run {run.run_id}", "",
+                    "Generated by `analysis/plots.py` from the raw files of this run; do not edit. "
+                    "All overheads are relative to the `off` kernel (no profiling). Numbers are in "
+                    "`summary.csv` / `summary.json` beside this file.", ""]
+    if run.relative_only:
+        L += ["> **Relative only:** plain TCG wall clock; absolute times are not latencies.", ""]
+    L += ["## Run", ""] + run_facts(run)
+    L += ["## What this timing mode can and cannot show", ""] + timing_text(run)
+    L += ["## Kernels", ""] + kernel_table(run)
+    L += ["## Failed boots", ""]
+    if run.failed:
+        L += table(["Boot", "Status"], [[b.id, b.status] for b in run.failed])
+    else:
+        L += ["None.", ""]
+    if summary.warnings:
+        L += ["## Warnings", ""] + [f"- {w}" for w in summary.warnings] + [""]
+    L += ["## LSFMM 2024 talk vs this run", ""] + talk_table(rows, run)
+    L += ["Intervals: CI = 95% bootstrap confidence interval over boots; spread = min..max over "
+          "boots (icount, deterministic). The talk measured real hardware; see the timing section "
+          "for what this run's timing mode can show.", ""]
+    L += ["## Figures", ""]
+    if not figures:
+        L += ["No figures: the run has no data to plot.", ""]
+    for f in figures:
+        L += [f"### {f.title}", "", f"![{f.title}]({f.name}.png)", "",
+              figure_sentence(f, rows, run) + f" ([SVG]({f.name}.svg))", ""]
+    for w in ("micro", "micro-smp"):
+        if op_order(run, w):
+            L += [f"## Microbenchmark p50 latency overhead vs off ({w})", ""] + micro_table(rows, run, w)
+    stressors = sorted({r.metric.split(".")[0] for r in rows.rows
+                        if r.workload == "stress" and r.metric.endswith(".wall_time")})
+    if stressors:
+        ms = []
+        for s in stressors:
+            ms += [(f"{s}.wall_time.overhead", f"{s}: run time overhead"),
+                   (f"{s}.bogo_ops_per_s.rel", f"{s}: bogo-ops/s vs off")]
+        L += ["## stress-ng (fixed op counts)", ""] + macro_table(rows, run, "stress", ms)
+    if any(r.workload == "fio" for r in rows.rows):
+        L += ["## fio (page cache on tmpfs)", ""] + macro_table(
+            rows, run, "fio", [("runtime.overhead", "run time overhead"), ("read_bw.rel", "read bandwidth vs off"),
+                               ("write_bw.rel", "write bandwidth vs off")])
+    if mem_workloads_from(rows):
+        L += ["## Memory", ""] + memory_table(rows, run)
+    return "\n".join(L).rstrip("\n") + "\n"
+
+
+def write(run: Run, summary: Summary, figures: list[Figure], out: Path) -> Path:
+    p = out / "report.md"
+    p.write_text(render(run, summary, figures))
+    return p

@@ -1,0 +1,49 @@
+"""analysis.compare: flags overheads that moved outside the intervals."""
+
+from analysis import compare, load, summarize
+from analysis.summarize import Row
+from analysis.tests import synth
+
+
+def _summary(root, **kw):
+    return summarize.summarize(load.load_run(synth.make_run(root, synth.Spec(**kw))))
+
+
+def test_move_outside_icount_spread_is_flagged(tmp_path, capsys):
+    a = synth.make_run(tmp_path / "a", synth.Spec(run_id="A", workloads=("micro",)))
+    b = synth.make_run(tmp_path / "b", synth.Spec(run_id="B", workloads=("micro",), scale={"baseline": 1.1}))
+    assert compare.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("baseline") and "pages_o0_alloc.p50.overhead" in ln)
+    assert line.rstrip().endswith("outside")
+    # unchanged kernels are not listed by default
+    assert not any(ln.startswith("packed ") and "pages_o0_alloc.p50.overhead" in ln for ln in out.splitlines())
+    assert "moved outside the intervals" in out
+
+
+def test_classification_against_bootstrap_ci(tmp_path):
+    sa = _summary(tmp_path / "a", run_id="A", timing="kvm", reps=4, workloads=("micro",))
+    sb = _summary(tmp_path / "b", run_id="B", timing="kvm", reps=4, workloads=("micro",),
+                  scale={"packed": 1.2, "packed-ext16": 1.0005})
+    changes, only_a, only_b = compare.compare(sa, sb)
+    v = {(c.kernel, c.metric): c.verdict for c in changes if c.workload == "micro"}
+    assert v[("packed", "pages_o0_alloc.p50.overhead")] == "outside"
+    assert v[("baseline", "pages_o0_alloc.p50.overhead")] == "same"
+    assert v[("packed-ext16", "vmalloc_16k_alloc.p50.overhead")] == "inside"
+    assert only_a == only_b == []
+
+
+def test_classify_edge_cases():
+    def r(v, lo=None, hi=None, slo=None, shi=None):
+        return Row("k", "w", "m.overhead", "%", v, lo, hi, slo, shi, 2, "")
+    assert compare.classify(r(1.0, 0.5, 1.5), r(1.2, 0.9, 1.6)) == "inside"
+    assert compare.classify(r(1.0, 0.5, 1.5), r(3.0, 2.0, 4.0)) == "outside"
+    assert compare.classify(r(1.0, slo=1.0, shi=1.0), r(1.1, slo=1.1, shi=1.1)) == "outside"
+    assert compare.classify(r(1.0), r(2.0)) == "no interval"
+
+
+def test_compare_bad_input_exits_1(tmp_path, capsys):
+    a = synth.make_run(tmp_path, synth.Spec(run_id="A", workloads=("mem",), reps=1))
+    assert compare.main([str(a), str(tmp_path / "nope")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "nope" in err and err.count("\n") == 1

@@ -1,0 +1,156 @@
+"""analysis.load: reads good runs, rejects bad ones with one-line messages."""
+
+import json
+
+import pytest
+
+from analysis import load
+from analysis.load import AnalysisError
+from analysis.tests import synth
+
+
+def test_good_run_loads_every_boot(tmp_path):
+    run = load.load_run(synth.make_run(tmp_path))
+    assert run.kernels == list(synth.KERNELS)
+    assert run.timing == "icount" and run.unit == "instructions"
+    # micro, micro-smp, stress, fio: 1 size; mem: 2 sizes -> 6 boots per kernel and rep
+    assert len(run.boots) == 5 * 6 * 2 and run.failed == [] and run.warnings == []
+    d = next(b for b in run.boots if b.boot.id == "baseline--stress--m1024--r1")
+    assert set(d.stress) == {"vm", "fork"}
+    assert d.stress["vm"].metrics["wall-clock-time"] == pytest.approx(2.2)
+    assert d.stress["vm"].perf["cycles"].supported is False
+    assert d.stress["vm"].perf["task-clock"].value == pytest.approx(2178.0)
+    f = next(b for b in run.boots if b.boot.id == "off--fio--m1024--r2").fio
+    assert f.runtime_ms == 2001 and f.read_bw == 65536 * 1000 // 2001
+    off_mem = next(b for b in run.boots if b.boot.id == "off--mem--m1024--r1")
+    assert off_mem.report is None and off_mem.allocinfo is None
+    assert run.deterministic("micro") and not run.deterministic("micro-smp")
+
+
+def test_stress_yaml_parser_agrees_with_pyyaml():
+    text = synth._stress_yaml("vm", 2.5)
+    entries = load.stress_yaml(text)
+    assert entries == [{"stressor": "vm", "bogo-ops": "1000",
+                        "bogo-ops-per-second-usr-sys-time": "400.000000",
+                        "bogo-ops-per-second-real-time": "400.000000", "wall-clock-time": "2.500000",
+                        "user-time": "0.250000", "system-time": "2.000000",
+                        "cpu-usage-per-instance": "90.0", "max-rss": "36000"}]
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(text)
+    assert {k: float(v) for k, v in doc["metrics"][0].items() if k != "stressor"} == \
+        {k: float(v) for k, v in entries[0].items() if k != "stressor"}
+
+
+def test_perf_stat_parser():
+    c = load.perf_stat("# started on x\n\n1.5,msec,task-clock,1,100.00,,\n<not counted>,,faults,0,0,,\n")
+    assert c["task-clock"] == load.PerfCounter(1.5, "msec", True)
+    assert c["faults"].supported is False and c["faults"].value is None
+    with pytest.raises(load.parse.ParseError):
+        load.perf_stat("garbage\n")
+
+
+def _msg(exc_info) -> str:
+    msg = str(exc_info.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_corrupt_csv_names_the_file(tmp_path):
+    run = synth.make_run(tmp_path)
+    p = run / "boots" / "packed--micro--m1024--r2" / "result" / "alloc_bench.csv"
+    p.write_text(p.read_text().replace("# end\n", ""))
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert str(p) in _msg(e) and "truncated" in _msg(e)
+
+
+def test_corrupt_fio_json_names_the_file(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("fio",)))
+    p = run / "boots" / "off--fio--m1024--r1" / "result" / "fio.json"
+    p.write_text(p.read_text()[:-20])
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert str(p) in _msg(e) and "JSON" in _msg(e)
+
+
+def test_missing_result_file_of_ok_boot(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("stress",)))
+    p = run / "boots" / "baseline--stress--m1024--r1" / "result" / "stress-fork.yaml"
+    p.unlink()
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert str(p) in _msg(e) and "missing" in _msg(e)
+
+
+def test_missing_and_corrupt_manifest(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("mem",)))
+    mp = run / "manifest.json"
+    mp.write_text("{not json")
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert str(mp) in _msg(e) and "corrupt" in _msg(e)
+    mp.unlink()
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(load.resolve_run_dir(run))
+    assert str(mp) in _msg(e)
+
+
+def test_kernel_without_ok_boots_is_an_error(tmp_path):
+    failed = {f"packed--micro--m1024--r{r}": "timeout" for r in (1, 2)}
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("micro",), failed=failed))
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert "manifest.json" in _msg(e) and "'packed'" in _msg(e) and "timeout" in _msg(e)
+
+
+def test_missing_off_is_an_error(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("micro",), kernels=("baseline", "packed")))
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert "manifest.json" in _msg(e) and "'off'" in _msg(e)
+
+
+def test_off_with_only_failed_boots_is_an_error(tmp_path):
+    failed = {f"off--micro--m1024--r{r}": "qemu-failed" for r in (1, 2)}
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("micro",), failed=failed))
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert "'off'" in _msg(e) and "relative to 'off'" in _msg(e)
+
+
+def test_tcg_refused_unless_allowed(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(timing="tcg", workloads=("micro",)))
+    with pytest.raises(AnalysisError) as e:
+        load.load_run(run)
+    assert str(run / "manifest.json") in _msg(e) and "--allow-tcg" in _msg(e)
+    r = load.load_run(run, allow_tcg=True)
+    assert r.relative_only and r.unit == "ns"
+
+
+def test_interrupted_run_with_failed_boot(tmp_path):
+    spec = synth.Spec(state="interrupted", workloads=("micro", "mem"),
+                      failed={"packed--micro--m1024--r2": "timeout"})
+    run = load.load_run(synth.make_run(tmp_path, spec))
+    assert [(b.id, b.status) for b in run.failed] == [("packed--micro--m1024--r2", "timeout")]
+    assert any("interrupted" in w for w in run.warnings)
+    assert "packed" in run.kernels
+
+
+def test_interrupted_run_drops_kernels_never_booted(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(state="interrupted", workloads=("micro",)))
+    m = json.loads((run / "manifest.json").read_text())
+    m["boots"] = [b for b in m["boots"] if b["kernel"] != "packed-ext16"]
+    (run / "manifest.json").write_text(json.dumps(m))
+    r = load.load_run(run)
+    assert "packed-ext16" not in r.kernels
+    assert any("packed-ext16" in w and "never booted" in w for w in r.warnings)
+
+
+def test_resolve_picks_newest_run(tmp_path):
+    synth.make_run(tmp_path, synth.Spec(run_id="20250101-000000", workloads=("mem",), reps=1))
+    newest = synth.make_run(tmp_path, synth.Spec(run_id="20250102-000000", workloads=("mem",), reps=1))
+    (tmp_path / "20250103-000000").mkdir()  # still running: no manifest
+    (tmp_path / "20250103-000000" / "x").mkdir()
+    assert load.resolve_run_dir(tmp_path) == newest
+    with pytest.raises(AnalysisError):
+        load.resolve_run_dir(tmp_path / "20250103-000000" / "x")

@@ -1,0 +1,131 @@
+"""analysis.summarize: overheads against hand-computed values."""
+
+import csv
+import io
+
+import pytest
+
+from analysis import load, summarize
+from analysis.tests import synth
+
+
+@pytest.fixture(scope="module")
+def good(tmp_path_factory):
+    run = load.load_run(synth.make_run(tmp_path_factory.mktemp("good")))
+    return run, summarize.summarize(run)
+
+
+def row(s, kernel, workload, metric):
+    r = s.get(kernel, workload, metric)
+    assert r is not None, (kernel, workload, metric)
+    return r
+
+
+def test_micro_overheads_by_hand(good):
+    _, s = good
+    # off p50 1000, 1002 -> 1001; baseline 1400, 1402 -> 1401; packed 1070, 1072 -> 1071
+    r = row(s, "baseline", "micro", "pages_o0_alloc.p50.overhead")
+    assert r.value == pytest.approx((1401 / 1001 - 1) * 100)
+    assert (r.spread_low, r.spread_high) == pytest.approx(((1400 / 1002 - 1) * 100, (1402 / 1000 - 1) * 100))
+    assert r.ci_low is None and r.n_boots == 2 and r.unit == "%" and "icount" in r.note
+    assert row(s, "packed", "micro", "pages_o0_alloc.p50.overhead").value == pytest.approx((1071 / 1001 - 1) * 100)
+    # kmalloc_64: off 200, 202 -> 201; baseline 214, 216 -> 215; packed 219, 221 -> 220
+    assert row(s, "baseline", "micro", "kmalloc_64_alloc.p50.overhead").value == pytest.approx((215 / 201 - 1) * 100)
+    assert row(s, "packed", "micro", "kmalloc_64_alloc.p50.overhead").value == pytest.approx((220 / 201 - 1) * 100)
+    # free: off 500, 502; baseline-nopf 1100 // 2 = 550, 552
+    assert row(s, "baseline-nopf", "micro", "pages_o0_free.p50.overhead").value == \
+        pytest.approx((551 / 501 - 1) * 100)
+    assert row(s, "off", "micro", "pages_o0_alloc.p50").value == 1001
+    assert row(s, "off", "micro", "pages_o0_alloc.p99").value == 2002
+    assert row(s, "off", "micro", "pages_o0_alloc.p50").unit == "instructions"
+    assert s.get("off", "micro", "pages_o0_alloc.p50.overhead") is None
+
+
+def test_micro_smp_parallel_and_ci(good):
+    _, s = good
+    # per boot the mean over CPUs of p50*3//2 + 10*cpu: off 1505, 1508; baseline 2105, 2108
+    r = row(s, "baseline", "micro-smp", "parallel.pages_o0_alloc.p50.overhead")
+    assert r.value == pytest.approx((2106.5 / 1506.5 - 1) * 100)
+    assert r.ci_low is not None and r.ci_low <= r.value <= r.ci_high  # 2 vCPUs: not deterministic
+    assert "bootstrap" in r.note
+
+
+def test_stress_and_fio_by_hand(good):
+    _, s = good
+    r = row(s, "baseline", "stress", "vm.wall_time.overhead")
+    assert r.value == pytest.approx((2.2005 / 2.0005 - 1) * 100, rel=1e-6)
+    rel = row(s, "baseline", "stress", "vm.bogo_ops_per_s.rel")
+    off_bps = (1000 / 2.0 + 1000 / 2.001) / 2
+    base_bps = (1000 / 2.2 + 1000 / 2.201) / 2
+    assert rel.value == pytest.approx(base_bps / off_bps, rel=1e-5) and rel.value < 1
+    assert row(s, "off", "stress", "vm.wall_time").unit.startswith("virtual s")
+    assert row(s, "baseline", "stress", "vm.perf.cycles").value is None
+    assert "not supported" in row(s, "baseline", "stress", "vm.perf.cycles").note
+    assert row(s, "packed", "fio", "runtime.overhead").value == pytest.approx((2060.5 / 2000.5 - 1) * 100)
+    assert row(s, "packed", "fio", "read_bw.rel").value < 1
+
+
+def test_memory_by_hand(good):
+    _, s = good
+    w = "mem-m1024"
+    assert row(s, "baseline", w, "page_ext_bytes").value == 8 * 262144
+    assert row(s, "baseline", w, "page_ext_bytes_per_entry").value == 8
+    total = 1024 * 1024 * 97 // 100 - 2048
+    assert row(s, "baseline", w, "page_ext_bytes_per_page").value == pytest.approx(8 * 262144 / (total / 4))
+    assert row(s, "baseline", w, "page_ext_pct_ram").value == pytest.approx(100 * 8 / 4096)
+    assert row(s, "baseline", "mem-m8192", "page_ext_bytes_per_tib").value == 8 * (1 << 40) // 4096
+    assert row(s, "packed-ext16", w, "page_ext_bytes.vs_baseline").value == pytest.approx(-75)
+    assert row(s, "packed", w, "page_ext_bytes").value == 0
+    assert row(s, "off", w, "page_ext_bytes").value == 0
+    assert "without profiling" in row(s, "off", w, "page_ext_bytes").note
+    assert "without profiling" not in row(s, "baseline", w, "page_ext_bytes").note
+    assert row(s, "baseline", w, "memtotal_kb.delta").value == -2048
+    assert row(s, "packed-ext16", "mem-m8192", "memtotal_kb.delta").value == -4096
+    assert row(s, "packed", w, "memfree_kb.delta").value == -100
+    assert row(s, "packed", w, "allocinfo_lines").value == 4
+    assert row(s, "baseline", w, "allocinfo_bytes").value == 4096 * 6
+    assert s.get("off", w, "allocinfo_bytes") is None
+
+
+def test_swapped_reference_gives_negative_overhead(tmp_path):
+    spec = synth.Spec(workloads=("micro", "stress"), data_of={"off": "baseline", "baseline": "off"})
+    s = summarize.summarize(load.load_run(synth.make_run(tmp_path, spec)))
+    r = row(s, "baseline", "micro", "pages_o0_alloc.p50.overhead")
+    assert r.value == pytest.approx((1001 / 1401 - 1) * 100) and r.value < 0
+    assert row(s, "baseline", "stress", "vm.wall_time.overhead").value < 0
+    # the other kernels are now measured against the slow kernel
+    assert row(s, "packed", "micro", "pages_o0_alloc.p50.overhead").value == pytest.approx((1071 / 1401 - 1) * 100)
+
+
+def test_csv_columns_and_determinism(good, tmp_path):
+    run, s = good
+    text = summarize.csv_text(s)
+    rd = list(csv.reader(io.StringIO(text)))
+    assert rd[0] == ["kernel", "workload", "metric", "unit", "value", "ci_low", "ci_high",
+                     "spread_low", "spread_high", "n_boots", "note"]
+    assert all(len(r) == 11 for r in rd)
+    assert text == summarize.csv_text(summarize.summarize(run))
+    assert summarize.json_text(s) == summarize.json_text(summarize.summarize(run))
+    line = next(r for r in rd if r[:3] == ["baseline", "micro", "pages_o0_alloc.p50.overhead"])
+    assert line[4] == summarize.fmt((1401 / 1001 - 1) * 100) == "39.96004"
+    assert summarize.fmt(2147483648.0) == "2147483648" and summarize.fmt(-1e-9) == "0"
+
+
+def test_kvm_run_has_bootstrap_cis(tmp_path):
+    s = summarize.summarize(load.load_run(synth.make_run(
+        tmp_path, synth.Spec(timing="kvm", reps=4, workloads=("micro",)))))
+    r = row(s, "baseline", "micro", "pages_o0_alloc.p50.overhead")
+    # off 1000, 1002, 1010, 1003 -> median 1002.5 (mean 1003.75); baseline 1400, 1402, 1410, 1403
+    assert r.value == pytest.approx((1402.5 / 1002.5 - 1) * 100)
+    assert r.ci_low < r.value < r.ci_high and r.ci_low >= r.spread_low and r.ci_high <= r.spread_high
+    assert row(s, "off", "micro", "pages_o0_alloc.p50").unit == "ns"
+
+
+def test_tcg_allowed_is_labelled_relative_only(tmp_path):
+    run = load.load_run(synth.make_run(tmp_path, synth.Spec(timing="tcg", workloads=("micro", "mem"))),
+                        allow_tcg=True)
+    s = summarize.summarize(run)
+    r = row(s, "baseline", "micro", "pages_o0_alloc.p50.overhead")
+    assert "relative only" in r.note
+    assert "relative only" in row(s, "off", "micro", "pages_o0_alloc.p50").unit
+    assert "relative only" not in row(s, "baseline", "mem-m1024", "page_ext_bytes").note
