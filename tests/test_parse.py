@@ -74,3 +74,36 @@ def test_alloc_bench_csv_and_truncation():
 def test_warnings_finds_bug_reports_only():
     log = "ok line\n[ 1.0] WARNING: CPU: 0 PID: 1 at mm/x.c:1\n[2.0] alloc_tag was not set\nfine\n"
     assert len(parse.warnings(log)) == 2
+
+
+def _result_dir(tmp_path, payload_files, corrupt=None):
+    import hashlib
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as t:
+        for name, data in payload_files.items():
+            info = tarfile.TarInfo("./" + name)
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    data = buf.getvalue()
+    trailer = f"ALLOCTAG-END sha256={hashlib.sha256(data).hexdigest()} bytes={len(data)}\n"
+    blob = data + trailer.encode()
+    if corrupt == "truncate":
+        blob = data[: len(data) // 2]
+    elif corrupt == "flip":
+        blob = bytes([data[0] ^ 1]) + data[1:] + trailer.encode()
+    (tmp_path / "result.tar").write_bytes(blob)
+    return tmp_path
+
+
+@pytest.mark.parametrize("corrupt,status", [(None, "ok"), ("truncate", "no-result"),
+                                            ("flip", "bad-checksum")])
+def test_result_channel_detects_truncation_and_corruption(tmp_path, corrupt, status):
+    import subprocess
+    from tests.guest import REPO
+    d = _result_dir(tmp_path, {"job.rc": b"0\n", "dmesg.txt": b"x" * 5000}, corrupt)
+    r = subprocess.run([str(REPO / "bench/check-result"), str(d)], capture_output=True, text=True)
+    assert r.stdout.strip() == status
+    assert (r.returncode == 0) == (status == "ok")
+    assert (d / "result" / "job.rc").exists() == (status == "ok")
