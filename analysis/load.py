@@ -230,7 +230,8 @@ def _load_stress(r: _Boot, warnings: list[str]) -> dict[str, StressorResult]:
         parts = ln.split()
         if not parts:
             continue
-        if len(parts) != 2 or not parts[1].lstrip("-").isdigit():
+        # "<stressor> <rc> [<guest uptime after it>]"
+        if len(parts) not in (2, 3) or not parts[1].lstrip("-").isdigit():
             raise AnalysisError(f"{r.path('stress-rc.txt')}: malformed line {ln!r}")
         s, rc = parts[0], int(parts[1])
         if rc != 0:
