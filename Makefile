@@ -21,7 +21,7 @@ B ?=
 export BUILD_DIR CCACHE_DIR TIMING
 
 BENCH_KERNELS := off baseline packed
-TEST_KERNELS := $(BENCH_KERNELS)
+TEST_KERNELS := $(BENCH_KERNELS) packed-debug
 
 .PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
 	plots compare clean distclean
