@@ -156,3 +156,20 @@ def test_baseline_and_packed_show_the_same_picture_after_the_same_boot():
     tb = sum(a.bytes for k, a in b.items() if k != page_ext)
     tp = sum(a.bytes for a in p.values())
     assert abs(tp - tb) <= 0.05 * tb, (tb, tp)
+
+
+@pytest.mark.parametrize("variant", ["packed", "packed-debug"])
+def test_zone_node_and_flags_stay_intact_under_concurrent_stress(variant):
+    # Multi-threaded TCG: the two vCPUs really run at the same time.
+    b = boot(f"flagcheck-{variant}", variant, job="flagcheck", append="rounds=30",
+             smp=2, timing="tcg", tools=True)
+    assert b.ok, b.why()
+    assert b.file("stress-rc.txt").strip() == "0"
+    m = re.match(r"flagcheck rounds=(\d+) pages=(\d+) bad=(\d+)", b.file("flagcheck.txt"))
+    assert m, f"no flagcheck verdict in {b.dir}/result"
+    assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (30, 30 * 512, 0)
+    assert not parse.warnings(b.dmesg)
+    # The checking call site is profiled and gave all its pages back.
+    site = [a for a in parse.allocinfo(b.file("allocinfo.txt"))
+            if "func:site_flagcheck" in a.tag]
+    assert len(site) == 1 and (site[0].bytes, site[0].calls) == (0, 0)

@@ -7,6 +7,9 @@
  *   alloc    allocate the set below (again)
  *   free     free everything allocated
  *   handoff  give everything to alloctag_keeper (freed there later)
+ *   flagcheck  allocate FLAGCHECK_PAGES pages, check that zone, node and
+ *            page flags of each are sane, free them; the verdict is added to
+ *            what reading prints (allocinfo shows the call site's tag)
  * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min|any"
  * (any: 6.12 does not profile allocations from the first percpu chunk).
  */
@@ -32,6 +35,9 @@ struct site {
 static LIST_HEAD(held);
 static DEFINE_MUTEX(lock);
 
+#define FLAGCHECK_PAGES	512
+static unsigned long flagcheck_rounds, flagcheck_pages, flagcheck_bad;
+
 /* One call site per allocation kind; the line numbers are what allocinfo shows. */
 static void *site_page0(void) { return alloc_pages(GFP_KERNEL, 0); }
 static const unsigned int line_page0 = __LINE__ - 1;
@@ -45,6 +51,7 @@ static void *site_vmalloc(void) { return vmalloc(64 * 1024); }
 static const unsigned int line_vmalloc = __LINE__ - 1;
 static void *site_percpu(void) { return (void __force *)__alloc_percpu(128, 8); }
 static const unsigned int line_percpu = __LINE__ - 1;
+static struct page *site_flagcheck(void) { return alloc_pages(GFP_KERNEL, 0); }
 
 static struct site sites[] = {
 	{ "page0", K_PAGE, 0, 4, 0, "exact" },
@@ -104,6 +111,49 @@ static void do_free(void)
 	}
 }
 
+/*
+ * A page just allocated must sit in the zone its flags name, on the only
+ * node, with no flag set that the allocator clears: the tag index shares
+ * page->flags with all of these, so a lost or misplaced update shows here.
+ */
+static bool page_sane(struct page *page)
+{
+	const unsigned long clear = BIT(PG_locked) | BIT(PG_lru) | BIT(PG_active) |
+				    BIT(PG_reserved) | BIT(PG_private);
+
+	if (!zone_spans_pfn(page_zone(page), page_to_pfn(page)))
+		return false;
+	if (page_to_nid(page) != first_online_node)
+		return false;
+	return !(page->flags & clear) && !PageSlab(page);
+}
+
+static int do_flagcheck(void)
+{
+	struct page **pages = kvcalloc(FLAGCHECK_PAGES, sizeof(*pages), GFP_KERNEL);
+	unsigned int i;
+	int err = 0;
+
+	if (!pages)
+		return -ENOMEM;
+	for (i = 0; i < FLAGCHECK_PAGES; i++) {
+		pages[i] = site_flagcheck();
+		if (!pages[i]) {
+			err = -ENOMEM;
+			break;
+		}
+	}
+	for (i = 0; i < FLAGCHECK_PAGES && pages[i]; i++) {
+		flagcheck_pages++;
+		if (!page_sane(pages[i]))
+			flagcheck_bad++;
+		__free_page(pages[i]);
+	}
+	flagcheck_rounds++;
+	kvfree(pages);
+	return err;
+}
+
 static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, loff_t *off)
 {
 	char buf[16] = {};
@@ -118,6 +168,8 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, lo
 		do_free();
 	else if (sysfs_streq(buf, "handoff"))
 		alloctag_keeper_take(&held);
+	else if (sysfs_streq(buf, "flagcheck"))
+		err = do_flagcheck();
 	else
 		err = -EINVAL;
 	mutex_unlock(&lock);
@@ -142,6 +194,9 @@ static int ctl_show(struct seq_file *m, void *v)
 		}
 		seq_printf(m, "%u %s %lu %u %s\n", s->line, s->name, bytes, s->n, s->check);
 	}
+	if (flagcheck_rounds)
+		seq_printf(m, "flagcheck rounds=%lu pages=%lu bad=%lu\n",
+			   flagcheck_rounds, flagcheck_pages, flagcheck_bad);
 	return 0;
 }
 
