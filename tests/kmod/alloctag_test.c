@@ -111,21 +111,41 @@ static void do_free(void)
 	}
 }
 
+#ifndef ALLOC_TAG_IDX_FLAGS_MASK
+#define ALLOC_TAG_IDX_FLAGS_MASK	0UL	/* baseline: no tag index */
+#endif
+
+/* Every page->flags bit some field owns; the rest must stay zero. */
+static unsigned long owned_flags_bits(void)
+{
+	return (BIT(NR_PAGEFLAGS) - 1) |
+	       ((unsigned long)SECTIONS_MASK << SECTIONS_PGSHIFT) |
+	       ((unsigned long)NODES_MASK << NODES_PGSHIFT) |
+	       ((unsigned long)ZONES_MASK << ZONES_PGSHIFT) |
+	       (((1UL << LAST_CPUPID_WIDTH) - 1) << LAST_CPUPID_PGSHIFT) |
+	       ((unsigned long)KASAN_TAG_MASK << KASAN_TAG_PGSHIFT) |
+	       LRU_GEN_MASK | LRU_REFS_MASK | ALLOC_TAG_IDX_FLAGS_MASK;
+}
+
 /*
  * A page just allocated must sit in the zone its flags name, on the only
- * node, with no flag set that the allocator clears: the tag index shares
- * page->flags with all of these, so a lost or misplaced update shows here.
+ * node, with no flag set that the allocator clears and no bit set outside
+ * the fields: the tag index shares page->flags with all of these, so a lost
+ * or misplaced update shows here.
  */
 static bool page_sane(struct page *page)
 {
 	const unsigned long clear = BIT(PG_locked) | BIT(PG_lru) | BIT(PG_active) |
 				    BIT(PG_reserved) | BIT(PG_private);
+	unsigned long flags = READ_ONCE(page->flags);
 
 	if (!zone_spans_pfn(page_zone(page), page_to_pfn(page)))
 		return false;
 	if (page_to_nid(page) != first_online_node)
 		return false;
-	return !(page->flags & clear) && !PageSlab(page);
+	if (flags & ~owned_flags_bits())
+		return false;
+	return !(flags & clear) && !PageSlab(page);
 }
 
 static int do_flagcheck(void)
