@@ -23,7 +23,7 @@ def test_packed_series_compiles_against_the_debian_distro_config():
     rep = report()
     objs = rep["objects"].split()
     for o in ("lib/alloc_tag.o", "lib/alloc_tag_index.o", "lib/codetag.o",
-              "mm/page_alloc.o", "mm/mm_init.o", "kernel/module/main.o"):
+              "mm/page_alloc.o", "mm/mm_init.o", "mm/page_ext.o", "mm/migrate.o"):
         assert o in objs, f"{o} was not compiled with the distro config"
     # The index gets what every other field leaves, at most 16 bits.
     spare = rep["bits_per_long"] - sum(rep[k] for k in (
