@@ -167,7 +167,7 @@ def test_zone_node_and_flags_stay_intact_under_concurrent_stress(variant):
     assert b.file("stress-rc.txt").strip() == "0"
     m = re.match(r"flagcheck rounds=(\d+) pages=(\d+) bad=(\d+)", b.file("flagcheck.txt"))
     assert m, f"no flagcheck verdict in {b.dir}/result"
-    assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (30, 30 * 512, 0)
+    assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (30, 30 * 8192, 0)
     assert not parse.warnings(b.dmesg)
     # The checking call site is profiled and gave all its pages back.
     site = [a for a in parse.allocinfo(b.file("allocinfo.txt"))

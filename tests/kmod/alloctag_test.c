@@ -35,7 +35,8 @@ struct site {
 static LIST_HEAD(held);
 static DEFINE_MUTEX(lock);
 
-#define FLAGCHECK_PAGES	512
+/* More than ZONE_DMA holds (16 MiB), so that some pages come from DMA32. */
+#define FLAGCHECK_PAGES	8192
 static unsigned long flagcheck_rounds, flagcheck_pages, flagcheck_bad;
 
 /* One call site per allocation kind; the line numbers are what allocinfo shows. */
