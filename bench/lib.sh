@@ -64,6 +64,21 @@ srcdir() {
 	echo "$BUILD_DIR/src/$1"
 }
 
+# The compiler of every kernel build: ccache gcc when ccache is installed.
+kernel_cc() {
+	if command -v ccache >/dev/null 2>&1; then echo "ccache gcc"; else echo gcc; fi
+}
+
+# kmake_tree SRC OUT ARGS...: make in kernel tree SRC, output in OUT, with the
+# compiler and build identity every kernel build here uses.
+kmake_tree() {
+	_src=$1 _out=$2
+	shift 2
+	make -C "$_src" O="$_out" ARCH=x86_64 CC="$(kernel_cc)" HOSTCC="$(kernel_cc)" \
+		KBUILD_BUILD_USER=bench KBUILD_BUILD_HOST=alloctag \
+		KBUILD_BUILD_TIMESTAMP="2024-11-17" "$@"
+}
+
 elapsed() {
 	echo $(($(date +%s) - $1))
 }
