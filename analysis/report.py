@@ -5,13 +5,14 @@ generation timestamp, so regenerating it from the same run is byte-identical."""
 
 from __future__ import annotations
 
+import csv
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import stats
 from analysis.load import REFERENCE, Run
-from analysis.summarize import BASELINE, Row, Summary
+from analysis.summarize import BASELINE, KERNEL_SITE_PREFIX, NOPF, Row, Summary
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,85 @@ def micro_table(rows: _Rows, run: Run, w: str) -> list[str]:
     return table(["Operation", f"off p50 ({rows_unit(rows, w)})"] + ks, body)
 
 
+FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),
+                ("kmalloc_64", "kmalloc-64 (slab: untouched by page tag storage)"))
+SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
+PACKED, PACKED_EXT16 = "packed", "packed-ext16"
+
+
+def fastpath_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+    """Absolute p50 instruction deltas per op and phase, vs off and vs nopf."""
+    ks = [k for k in run.kernels if k != REFERENCE]
+    body = []
+    for op, label in FASTPATH_OPS:
+        for prefix, site in SITES:
+            for phase in ("alloc", "free", "pair"):
+                m = f"{prefix}{op}_{phase}.p50"
+                ref = rows.get(REFERENCE, w, m)
+                if ref is None or ref.value is None:
+                    continue
+                cells = []
+                for k in ks:
+                    d = rows.value(k, w, m + ".delta")
+                    dn = rows.value(k, w, m + ".delta_nopf")
+                    cells.append(signed(d, 0, "") if k == NOPF or dn is None
+                                 else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
+                body.append([label, site, phase, num(ref.value, 0)] + cells)
+    if not body:
+        return []
+    head = ["Operation", "Call site", "Phase", f"off p50 ({rows_unit(rows, w)})"]
+    head += [f"{k} vs off" if k == NOPF else f"{k} vs off / vs nopf" for k in ks]
+    return table(head, body)
+
+
+def fastpath_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+    """The fast-path targets, computed from this run (reported, not asserted)."""
+    def d(k: str, m: str, kind: str = ".delta") -> float | None:
+        return rows.value(k, w, m + kind)
+
+    checks = []
+    for prefix, site, limit in (("ksite_", "kernel tag", 30), ("", "module tag", 35)):
+        m = f"{prefix}pages_o0_pair.p50"
+        v = d(PACKED, m, ".delta_nopf")
+        if v is not None:
+            checks.append((f"order-0 pair, {site}: packed - nopf <= {limit}", v, v <= limit))
+        pk, bl = d(PACKED, m), d(BASELINE, m)
+        if pk is not None and bl is not None and bl > 0:
+            checks.append((f"order-0 pair, {site}: packed vs off <= 1/8 of baseline vs off "
+                           f"({num(bl / 8, 1)})", pk, pk <= bl / 8))
+        nopf = d(NOPF, m)
+        if nopf is not None:
+            checks.append((f"order-0 pair, {site}: nopf - off <= 15", nopf, nopf <= 15))
+        e16 = d(PACKED_EXT16, m)
+        if e16 is not None and bl is not None:
+            checks.append((f"order-0 pair, {site}: packed-ext16 vs off <= baseline vs off ({num(bl, 0)})",
+                           e16, e16 <= bl))
+    for prefix, site in SITES:
+        m = f"{prefix}kmalloc_64_pair.p50"
+        pk, bl = d(PACKED, m), d(BASELINE, m)
+        if pk is not None and bl is not None:
+            checks.append((f"kmalloc-64 pair, {site}: packed vs off equals baseline vs off ({num(bl, 0)})",
+                           pk, pk == bl))
+    if not checks:
+        return []
+    return table(["Target", "Measured (instructions, p50)", "Met"],
+                 [[t, num(v, 0), "yes" if ok else "**no**"] for t, v, ok in checks])
+
+
+def static_insns_table(run: Run) -> list[str]:
+    """bench/fastpath-insns as recorded at the start of the run, if it was."""
+    p = run.path / "fastpath-insns.csv"
+    if not p.exists():
+        return []
+    recs = list(csv.DictReader(p.read_text().splitlines()))
+    funcs = list(dict.fromkeys(r["function"] for r in recs))
+    variants = list(dict.fromkeys(r["variant"] for r in recs))
+    by = {(r["variant"], r["function"]): r for r in recs}
+    body = [[v] + [f"{by[v, f]['instructions']} ({signed(float(by[v, f]['delta_vs_off']), 0, '')})"
+                   if (v, f) in by else "missing" for f in funcs] for v in variants]
+    return table(["Variant"] + [f"`{f}`" for f in funcs], body)
+
+
 def rows_unit(rows: _Rows, w: str) -> str:
     for r in rows.rows:
         if r.workload == w and r.metric.endswith(".p50"):
@@ -359,6 +439,20 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     L += ["Intervals: CI = 95% bootstrap confidence interval over boots; spread = min..max over "
           "boots (icount, deterministic). The talk measured real hardware; see the timing section "
           "for what this run's timing mode can show.", ""]
+    fp = fastpath_table(rows, run)
+    if fp:
+        L += ["## Page allocator fast path: instruction deltas (micro, p50)", "",
+              "Absolute p50 differences in instructions per operation, against `off` (no profiling) "
+              "and against `baseline-nopf` (profiling compiled in, switched off). `pair` is one "
+              "allocation plus its free, timed as one sample (the talk's loop). Module-tag ops "
+              "allocate in the benchmark module, kernel-tag ops through `CONFIG_TEST_ALLOC_SITES` "
+              "call sites in the kernel image.", ""] + fp
+        L += ["Targets of the fast-path work, computed from the rows above:", ""] + fastpath_targets(rows, run)
+    st = static_insns_table(run)
+    if st:
+        L += ["Static instruction counts of the hot functions in each vmlinux (`bench/fastpath-insns`, "
+              "recorded at the start of the run), in parentheses the difference to `off`: what the "
+              "hooks add, cold paths included.", ""] + st
     L += ["## Figures", ""]
     if not figures:
         L += ["No figures: the run has no data to plot.", ""]

@@ -6,6 +6,7 @@ relative to a reference kernel append a suffix:
   .overhead     median_k / median_off - 1, in %   (lower is better)
   .rel          median_k / median_off, ratio      (throughput: higher is better)
   .delta        median_k - median_off, same unit as the base metric
+  .delta_nopf   median_k - median_nopf (profiling compiled in, switched off)
   .vs_baseline  median_k / median_baseline - 1, in %
 """
 
@@ -22,6 +23,7 @@ from analysis import stats
 from analysis.load import REFERENCE, BootData, Run
 
 BASELINE = "baseline"
+NOPF = "baseline-nopf"
 OUT_DIR = "analysis"
 BENCH_FIELDS = ("min", "p50", "p90", "p99", "mean", "max")
 PAGE = 4096
@@ -45,7 +47,10 @@ class Row:
 
 
 COLUMNS = tuple(f.name for f in fields(Row))
-REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "vs_baseline": ".vs_baseline"}
+REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_nopf": ".delta_nopf",
+              "vs_baseline": ".vs_baseline"}
+REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
+KERNEL_SITE_PREFIX = "ksite_"
 REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
 
 
@@ -98,6 +103,13 @@ def rate_unit(run: Run, what: str) -> str:
     return f"{what}/s (tcg, relative only)" if run.relative_only else f"{what}/s"
 
 
+def call_site(op: str) -> str:
+    """Which allocation tag an alloc_bench op is accounted to: ops named
+    ksite_* allocate from call sites in the kernel image, the others from
+    the benchmark module itself."""
+    return "kernel tag call site" if op.startswith(KERNEL_SITE_PREFIX) else "module tag call site"
+
+
 # --- per-boot observations ----------------------------------------------------
 
 class _Collector:
@@ -124,9 +136,11 @@ class _Collector:
             if ln.cpu >= 1000:
                 par[ln.op].append(ln)
         for ln in single:
+            site = call_site(ln.op)
             for f in BENCH_FIELDS:
                 self.add(d, w, f"{ln.op}.{f}",
-                         MetricDef(unit, True, ("overhead",) if f == "p50" else ()),
+                         MetricDef(unit, True, ("overhead", "delta", "delta_nopf") if f == "p50" else (),
+                                   site),
                          float(getattr(ln, f)))
         for op, lines in par.items():
             for f in BENCH_FIELDS:
@@ -259,15 +273,15 @@ def summarize(run: Run) -> Summary:
             knote = "; ".join(sorted(g.notes.get(k, ())))
             rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, knote, nsup, est.note)))
         for kind in md.rel:
-            ref_name = BASELINE if kind == "vs_baseline" else REFERENCE
+            ref_name = REL_REF.get(kind, REFERENCE)
             ref = clean.get(ref_name)
             if ref is None:
                 continue
             for k, vals in clean.items():
-                if k == ref_name or (kind == "vs_baseline" and k == REFERENCE):
+                if k == ref_name or (kind in REL_REF and k == REFERENCE):
                     continue
                 key = f"{w}|{metric}|{k}|{kind}"
-                if kind == "delta":
+                if kind in ("delta", "delta_nopf"):
                     est = stats.difference(vals, ref, g.deterministic, key, ref_name)
                     unit = md.unit
                 else:

@@ -1,10 +1,12 @@
 """Small synthetic result trees (results/<run-id>/) shaped like bench/run-bench
 output, with values simple enough to compute expected overheads by hand.
 
-Latency p50 of op X on kernel K, repetition r (1-based):
-    round(OPS[X] * factor(K, X)) + JITTER[r-1]       (alloc)
-    round(OPS[X] * factor(K, X)) // 2 + JITTER[r-1]  (free)
-e.g. pages_o0_alloc: off 1000, 1002; baseline 1400, 1402."""
+Latency p50 of op X on kernel K, repetition r (1-based), v = round(OPS[X] * factor(K, X)):
+    v + JITTER[r-1]             (alloc)
+    v // 2 + JITTER[r-1]        (free)
+    v + v // 2 + JITTER[r-1]    (pair)
+e.g. pages_o0_alloc: off 1000, 1002; baseline 1400, 1402.  ksite_* ops are
+the kernel-tag call sites of alloc_bench."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ KERNELS = ("off", "baseline", "baseline-nopf", "packed", "packed-ext16")
 VARIANT = {"off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
            "packed": "packed", "packed-ext16": "packed"}
 CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16"}
-OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000}
+OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
+KINDS = ("alloc", "free", "pair")
+STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16}  # bench/fastpath-insns deltas
 PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2}
 SLAB_FACTOR = {"off": 1.0, "baseline": 1.07, "baseline-nopf": 1.01, "packed": 1.095, "packed-ext16": 1.05}
 JITTER = (0, 2, 10, 3)  # reps 3+: median differs from mean
@@ -39,7 +43,7 @@ def factor(kernel: str, op: str) -> float:
 
 def p50(kernel: str, op: str, kind: str, rep: int) -> int:
     v = round(OPS[op] * factor(kernel, op))
-    return (v if kind == "alloc" else v // 2) + JITTER[rep - 1]
+    return {"alloc": v, "free": v // 2, "pair": v + v // 2}[kind] + JITTER[rep - 1]
 
 
 @dataclass
@@ -61,7 +65,7 @@ def _bench_csv(k: str, rep: int, smp: int, scale: float) -> str:
     cpus = [-1] + ([1000 + c for c in range(smp)] if smp > 1 else [])
     for cpu in cpus:
         for op in OPS if cpu == -1 else ["pages_o0"]:
-            for kind in ("alloc", "free"):
+            for kind in KINDS:
                 p = round(p50(k, op, kind, rep) * scale)
                 if cpu >= 1000:
                     p = p * 3 // 2 + 10 * (cpu - 1000)
@@ -143,6 +147,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                     else:
                         (run / "boots" / bid).mkdir()
     variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
+    (run / "fastpath-insns.csv").write_text(
+        "variant,function,instructions,delta_vs_off\n"
+        + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]}\n" for v in variants))
     manifest = {
         "run_id": spec.run_id, "state": spec.state, "git_revision": "0" * 40, "git_dirty": False,
         "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,

@@ -57,6 +57,22 @@ def test_report_content(generated):
     assert b"tIME" not in first["memory-overhead.png"]
 
 
+def test_report_fastpath_table_and_targets(generated):
+    _, _, first = generated
+    md = first["report.md"].decode()
+    assert "## Page allocator fast path: instruction deltas (micro, p50)" in md
+    # kernel-tag pair: off 1516, baseline 1414 + 707 -> 2122 (+606), nopf 1111 + 555 -> 1667 (+151),
+    # packed 1622: +106 vs off, 1622 - 1667 = -45 vs nopf
+    assert "| order-0 page | kernel tag | pair | 1,516 | +606 / +455 | +151 | +106 / -45 |" in md
+    assert "| order-0 page | module tag | pair | 1,501 |" in md
+    # computed targets: packed - nopf <= 30 met (-45); nopf - off <= 15 not met (+151)
+    assert "| order-0 pair, kernel tag: packed - nopf <= 30 | -45 | yes |" in md
+    assert "| order-0 pair, kernel tag: nopf - off <= 15 | 151 | **no** |" in md
+    # bench/fastpath-insns as recorded in the run
+    assert "| Variant | `post_alloc_hook` |" in md
+    assert "| packed | 45 (+16) |" in md and "| off | 29 (0) |" in md
+
+
 def test_report_lists_failed_boots(tmp_path):
     spec = synth.Spec(state="interrupted", workloads=("mem",), failed={"packed--mem--m8192--r1": "timeout"})
     run = synth.make_run(tmp_path, spec)

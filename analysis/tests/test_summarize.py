@@ -41,6 +41,25 @@ def test_micro_overheads_by_hand(good):
     assert s.get("off", "micro", "pages_o0_alloc.p50.overhead") is None
 
 
+def test_micro_instruction_deltas_vs_off_and_nopf(good):
+    _, s = good
+    # pages_o0 pair: off 1500, 1502 -> 1501; packed 1070 + 535 -> 1606; nopf 1100 + 550 -> 1651
+    r = row(s, "packed", "micro", "pages_o0_pair.p50.delta")
+    assert r.value == pytest.approx(1606 - 1501) and r.unit == "instructions"
+    assert row(s, "packed", "micro", "pages_o0_pair.p50.delta_nopf").value == pytest.approx(1606 - 1651)
+    assert row(s, "baseline-nopf", "micro", "pages_o0_pair.p50.delta").value == pytest.approx(1651 - 1501)
+    # ksite (kernel tag) pair: off 1010 + 505 -> 1516; packed 1081 + 540 -> 1622
+    assert row(s, "packed", "micro", "ksite_pages_o0_pair.p50.delta").value == pytest.approx(1622 - 1516)
+    # nopf is the reference of .delta_nopf, off has no deltas at all
+    assert s.get("baseline-nopf", "micro", "pages_o0_pair.p50.delta_nopf") is None
+    assert s.get("off", "micro", "pages_o0_pair.p50.delta") is None
+    assert s.get("off", "micro", "pages_o0_pair.p50.delta_nopf") is None
+    # every latency row says which kind of allocation tag its call site has
+    assert "kernel tag call site" in row(s, "packed", "micro", "ksite_pages_o0_alloc.p50").note
+    assert "module tag call site" in row(s, "packed", "micro", "pages_o0_alloc.p50").note
+    assert "kernel tag" not in row(s, "packed", "micro", "pages_o0_alloc.p50").note
+
+
 def test_micro_smp_parallel_and_ci(good):
     _, s = good
     # per boot the mean over CPUs of p50*3//2 + 10*cpu: off 1505, 1508; baseline 2105, 2108

@@ -5,8 +5,15 @@
  *
  * Each sample times one operation with ktime_get_ns() (under QEMU -icount
  * one guest nanosecond is one instruction), minus the calibrated cost of the
- * clock read itself.  Results: /proc/alloc_bench, one CSV line per operation
- * and CPU: op,cpu,count,min,p50,p90,p99,mean,max,outliers.
+ * clock read itself.  Every op is recorded as <op>_alloc, <op>_free and
+ * <op>_pair (allocation plus free of one iteration).  Results:
+ * /proc/alloc_bench, one CSV line per operation and CPU:
+ * op,cpu,count,min,p50,p90,p99,mean,max,outliers.
+ *
+ * Allocations made here are accounted to this module's allocation tags.  On
+ * kernels with CONFIG_TEST_ALLOC_SITES the ops named ksite_* allocate
+ * through exported functions in the kernel image instead, so they are
+ * accounted to kernel tags.
  */
 #include <linux/gfp.h>
 #include <linux/kthread.h>
@@ -35,7 +42,7 @@ MODULE_PARM_DESC(parallel, "Also run order-0 page alloc/free on every CPU at onc
 #define MAX_RESULTS	128
 
 struct result {
-	char op[24];
+	char op[28];
 	int cpu;
 	unsigned int count;
 	u64 min, p50, p90, p99, mean, max;
@@ -47,7 +54,14 @@ static unsigned int nr_results;
 static DEFINE_MUTEX(results_lock);
 static u64 clock_cost;
 
-enum op_kind { OP_PAGES, OP_FOLIO, OP_KMALLOC, OP_CACHE, OP_VMALLOC, OP_PERCPU };
+enum op_kind { OP_PAGES, OP_FOLIO, OP_KMALLOC, OP_CACHE, OP_VMALLOC, OP_PERCPU,
+	       OP_KSITE_PAGES, OP_KSITE_FOLIO, OP_KSITE_KMALLOC };
+
+#ifdef CONFIG_TEST_ALLOC_SITES
+struct page *test_alloc_site_pages(gfp_t gfp, unsigned int order);
+struct folio *test_alloc_site_folio(gfp_t gfp, unsigned int order);
+void *test_alloc_site_kmalloc(size_t size, gfp_t gfp);
+#endif
 
 struct op {
 	const char *name;
@@ -71,6 +85,11 @@ static const struct op ops[] = {
 	{ "cache_192", OP_CACHE, 192 },
 	{ "vmalloc_16k", OP_VMALLOC, 16384 },
 	{ "percpu_64", OP_PERCPU, 64 },
+#ifdef CONFIG_TEST_ALLOC_SITES
+	{ "ksite_pages_o0", OP_KSITE_PAGES, 0 },
+	{ "ksite_folio_o0", OP_KSITE_FOLIO, 0 },
+	{ "ksite_kmalloc_64", OP_KSITE_KMALLOC, 64 },
+#endif
 };
 
 static struct kmem_cache *bench_cache;
@@ -158,18 +177,32 @@ static int run_once(const struct op *op, u32 *a, u32 *f)
 	case OP_PERCPU:
 		p = (void __force *)__alloc_percpu(op->arg, 8);
 		break;
+#ifdef CONFIG_TEST_ALLOC_SITES
+	case OP_KSITE_PAGES:
+		p = test_alloc_site_pages(GFP_KERNEL, op->arg);
+		break;
+	case OP_KSITE_FOLIO:
+		p = test_alloc_site_folio(GFP_KERNEL, op->arg);
+		break;
+	case OP_KSITE_KMALLOC:
+		p = test_alloc_site_kmalloc(op->arg, GFP_KERNEL);
+		break;
+#endif
 	}
 	t1 = ktime_get_ns();
 	if (!p)
 		return -ENOMEM;
 	switch (op->kind) {
 	case OP_PAGES:
+	case OP_KSITE_PAGES:
 		__free_pages(p, op->arg);
 		break;
 	case OP_FOLIO:
+	case OP_KSITE_FOLIO:
 		folio_put(p);
 		break;
 	case OP_KMALLOC:
+	case OP_KSITE_KMALLOC:
 		kfree(p);
 		break;
 	case OP_CACHE:
@@ -192,8 +225,9 @@ static int run_once(const struct op *op, u32 *a, u32 *f)
 
 static int run_op(const struct op *op, int cpu, u32 *a, u32 *f)
 {
-	char name[24];
+	char name[28];
 	unsigned int i;
+	u32 *pair;
 
 	for (i = 0; i < warmup; i++) {
 		if (run_once(op, NULL, NULL))
@@ -206,10 +240,19 @@ static int run_op(const struct op *op, int cpu, u32 *a, u32 *f)
 		if (!(i & 63))
 			cond_resched();
 	}
+	/* The pair of each iteration, before record() sorts the halves. */
+	pair = vmalloc(array_size(samples, sizeof(u32)));
+	if (!pair)
+		return -ENOMEM;
+	for (i = 0; i < samples; i++)
+		pair[i] = a[i] + f[i];
 	snprintf(name, sizeof(name), "%s_alloc", op->name);
 	record(name, cpu, a, samples);
 	snprintf(name, sizeof(name), "%s_free", op->name);
 	record(name, cpu, f, samples);
+	snprintf(name, sizeof(name), "%s_pair", op->name);
+	record(name, cpu, pair, samples);
+	vfree(pair);
 	return 0;
 }
 
