@@ -94,7 +94,7 @@ def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     plain = boot("packed", "packed")
     assert plain.ok, plain.why()
     k = parse.page_refs_report(plain.dmesg).kernel_tags
-    # Room for two module indices below the shared overflow entry.
+    # Room for two module indices above the shared overflow entry (k + 1).
     b = systest("packed", f"alloc_tag.index_limit={k + 3}")
     assert parse.page_refs_report(b.dmesg).mode == "flags"
     assert "got no index" in b.dmesg or "accounted to modules:index_overflow" in b.dmesg
