@@ -304,7 +304,7 @@ def micro_table(rows: _Rows, run: Run, w: str) -> list[str]:
 FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),
                 ("kmalloc_64", "kmalloc-64 (slab: untouched by page tag storage)"))
 SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
-PACKED, PACKED_EXT16 = "packed", "packed-ext16"
+PACKED, PACKED_EXT16, PACKED_NOPF = "packed", "packed-ext16", "packed-nopf"
 
 
 def fastpath_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
@@ -347,9 +347,14 @@ def fastpath_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
         if pk is not None and bl is not None and bl > 0:
             checks.append((f"order-0 pair, {site}: packed vs off <= 1/8 of baseline vs off "
                            f"({num(bl / 8, 1)})", pk, pk <= bl / 8))
-        nopf = d(NOPF, m)
-        if nopf is not None:
-            checks.append((f"order-0 pair, {site}: nopf - off <= 15", nopf, nopf <= 15))
+        for nk in (NOPF, PACKED_NOPF):
+            nopf = d(nk, m)
+            if nopf is not None:
+                checks.append((f"order-0 pair, {site}: {nk} - off <= 15", nopf, nopf <= 15))
+        pn = d(PACKED_NOPF, m)
+        if pk is not None and pn is not None:
+            checks.append((f"order-0 pair, {site}: packed - packed-nopf (profiling on vs off, same kernel)",
+                           pk - pn, pk - pn <= limit))
         e16 = d(PACKED_EXT16, m)
         if e16 is not None and bl is not None:
             checks.append((f"order-0 pair, {site}: packed-ext16 vs off <= baseline vs off ({num(bl, 0)})",

@@ -67,7 +67,7 @@ def test_report_fastpath_table_and_targets(generated):
     assert "| order-0 page | module tag | pair | 1,501 |" in md
     # computed targets: packed - nopf <= 30 met (-45); nopf - off <= 15 not met (+151)
     assert "| order-0 pair, kernel tag: packed - nopf <= 30 | -45 | yes |" in md
-    assert "| order-0 pair, kernel tag: nopf - off <= 15 | 151 | **no** |" in md
+    assert "| order-0 pair, kernel tag: baseline-nopf - off <= 15 | 151 | **no** |" in md
     # bench/fastpath-insns as recorded in the run
     assert "| Variant | `post_alloc_hook` |" in md
     assert "| packed | 45 (+16) |" in md and "| off | 29 (0) |" in md
