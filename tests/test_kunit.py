@@ -13,6 +13,9 @@ EXPECTED = {
     "concurrent_index_updates_keep_flag_bits",
     "split_tags_every_subpage",
     "copy_moves_tag_and_accounting",
+    "index_zero_accounts_to_unreported_counters",
+    "module_tags_get_counters_of_their_own",
+    "page_ext_clients_stay_aligned",
 }
 
 
@@ -39,4 +42,5 @@ def test_kunit_alloc_tag_index_suite_passes_in_page_ext16_mode():
     # The page->flags cases do not apply in this mode, the others must run.
     ran = {n for n, c in cases.items() if c.result == "ok"}
     assert {"kernel_tag_index_round_trip", "module_overflow_goes_to_named_entry",
-            "split_tags_every_subpage", "copy_moves_tag_and_accounting"} <= ran
+            "split_tags_every_subpage", "copy_moves_tag_and_accounting",
+            "module_tags_get_counters_of_their_own", "page_ext_clients_stay_aligned"} <= ran
