@@ -338,7 +338,7 @@ def fastpath_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
         return rows.value(k, w, m + kind)
 
     checks = []
-    for prefix, site, limit in (("ksite_", "kernel tag", 30), ("", "module tag", 35)):
+    for prefix, site, limit in ((KERNEL_SITE_PREFIX, "kernel tag", 30), ("", "module tag", 35)):
         m = f"{prefix}pages_o0_pair.p50"
         v = d(PACKED, m, ".delta_nopf")
         if v is not None:

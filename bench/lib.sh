@@ -33,6 +33,11 @@ all_variants() {
 	awk '!/^#/ && NF { print $1 }' "$REPO/bench/variants"
 }
 
+# kernel_variant LABEL: the variant (bench/variants) a bench/kernels label boots.
+kernel_variant() {
+	awk -v k="$1" '!/^#/ && $1 == k { print $2 }' "$REPO/bench/kernels"
+}
+
 # Series (patch directories) applied for a source tree, in order.
 tree_series() {
 	case $1 in
