@@ -17,10 +17,20 @@ QUICK ?= 0
 RUN ?=
 A ?=
 B ?=
+# PEER=1 (default) also fetches, builds and benchmarks the upstream peer,
+# Debian's Linux 7.3 (bench/fetch-peer); PEER=0 leaves it out.
+PEER ?= 1
 
-export BUILD_DIR CCACHE_DIR TIMING
+# Bad values stop make before anything is built.
+$(if $(filter-out 0 1,$(PEER)),$(error PEER='$(PEER)' must be 0 or 1))
+$(if $(filter-out 0 1,$(QUICK)),$(error QUICK='$(QUICK)' must be 0 or 1))
+$(if $(filter-out auto icount kvm tcg,$(TIMING)),$(error TIMING='$(TIMING)' must be auto, icount, kvm or tcg))
+$(if $(shell echo '$(R)' | grep -Ex '[1-9][0-9]*'),,$(error R='$(R)' is not a positive number of repetitions))
+
+export BUILD_DIR CCACHE_DIR TIMING PEER
 
 BENCH_KERNELS := off baseline packed
+PEER_KERNELS := up-off up
 TEST_KERNELS := $(BENCH_KERNELS) packed-debug
 
 .PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
@@ -33,12 +43,21 @@ deps:
 
 kernels: deps
 	@for v in $(BENCH_KERNELS); do bench/build-kernel $$v || exit 1; done
+	@if [ "$(PEER)" = 1 ]; then for v in $(PEER_KERNELS); do \
+		bench/build-kernel $$v || { \
+		echo "warning: upstream peer kernel $$v not built (error above); the bench runs without it" >&2; \
+		break; }; done; fi
 
 test-kernels: deps
 	@for v in $(TEST_KERNELS); do bench/build-kernel $$v || exit 1; done
 
 modules: kernels
 	@for v in $(BENCH_KERNELS); do bench/build-modules $$v || exit 1; done
+	@if [ "$(PEER)" = 1 ]; then for v in $(PEER_KERNELS); do \
+		[ -f $(BUILD_DIR)/out/$$v/Module.symvers ] || continue; \
+		bench/build-modules $$v || \
+		echo "warning: modules for upstream peer kernel $$v not built (error above)" >&2; \
+		done; fi
 
 initramfs: deps
 	@bench/make-initramfs

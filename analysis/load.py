@@ -15,6 +15,12 @@ from typing import Callable, TypeVar
 from bench import parse
 
 REFERENCE = "off"
+# The upstream peer (Linux 7.3, tree "up") is compared with its own tree's
+# kernels only: never an absolute count across trees.
+PEER_TREE = "up"
+PEER_REFERENCE = "up-off"
+# Kernel labels playing the same role in each tree: (6.12 label, peer label).
+PEER_ROLES = {"off": PEER_REFERENCE, "baseline": "up-pageext", "baseline-nopf": "up-nopf"}
 TIMINGS = ("icount", "kvm", "tcg")
 # Guest job run by each workload (bench/workloads/<name>.conf, JOB=).
 WORKLOAD_JOBS = {"micro": "micro", "micro-smp": "micro", "stress": "stress",
@@ -92,6 +98,15 @@ class Run:
     boots: list[BootData]
     failed: list[Boot]
     warnings: list[str]
+
+    def tree(self, kernel: str) -> str:
+        """The source tree ("baseline", "packed", "up") a kernel was built from."""
+        return kernel_tree(self.manifest, kernel)
+
+    def ref(self, kernel: str, role: str = REFERENCE) -> str:
+        """The kernel of kernel's own tree that plays role (a 6.12 label in
+        PEER_ROLES: "off", "baseline", "baseline-nopf")."""
+        return PEER_ROLES.get(role, role) if self.tree(kernel) == PEER_TREE else role
 
     @property
     def relative_only(self) -> bool:
@@ -303,6 +318,19 @@ def _manifest(run: Path) -> dict:
     return m
 
 
+def kernel_tree(manifest: dict, kernel: str) -> str:
+    """The source tree of a kernel label: from the build info of the variant
+    its boots ran, or, without it, from the label (peer labels start "up-")."""
+    info = manifest.get("build_info") or {}
+    for b in manifest.get("boots") or []:
+        if isinstance(b, dict) and b.get("kernel") == kernel:
+            bi = info.get(b.get("variant")) if isinstance(info, dict) else None
+            if isinstance(bi, dict) and bi.get("tree"):
+                return str(bi["tree"])
+            break
+    return PEER_TREE if kernel.startswith("up-") else "6.12"
+
+
 def _boot(p: Path, i: int, e: object) -> Boot:
     if not isinstance(e, dict):
         raise AnalysisError(f"{p}: boots[{i}] is not an object")
@@ -331,9 +359,11 @@ def load_run(path: str | Path, allow_tcg: bool = False) -> Run:
             f"and are not latencies; rerun with TIMING=icount or kvm, or pass --allow-tcg "
             f"to show them as relative only")
     kernels = [str(k) for k in m["kernels"]]
-    if REFERENCE not in kernels:
-        raise AnalysisError(f"{mp}: no '{REFERENCE}' kernel in this run (kernels: "
-                            f"{', '.join(kernels) or 'none'}); overheads are relative to '{REFERENCE}'")
+    for k in kernels:
+        need = PEER_REFERENCE if kernel_tree(m, k) == PEER_TREE else REFERENCE
+        if need not in kernels:
+            raise AnalysisError(f"{mp}: no '{need}' kernel in this run (kernels: "
+                                f"{', '.join(kernels) or 'none'}); overheads of '{k}' are relative to '{need}'")
     boots = [_boot(mp, i, e) for i, e in enumerate(m["boots"])]
     warnings: list[str] = []
     state = str(m.get("state", "unknown"))
@@ -364,8 +394,8 @@ def load_run(path: str | Path, allow_tcg: bool = False) -> Run:
             continue
         why = (f"{len(attempted)} failed: " + ", ".join(sorted({b.status for b in attempted}))
                if attempted else "no boots recorded")
-        if k == REFERENCE:
-            why += f"; overheads are relative to '{REFERENCE}'"
+        if k in (REFERENCE, PEER_REFERENCE):
+            why += f"; overheads are relative to '{k}'"
         raise AnalysisError(f"{mp}: kernel '{k}' has no successful boots ({why})")
     return Run(path=run, manifest=m, run_id=str(m.get("run_id", run.name)), state=state,
                timing=timing, unit=str(m.get("timing_unit") or ("instructions" if timing == "icount" else "ns")),

@@ -190,13 +190,14 @@ class _Collector:
         mi = d.meminfo or {}
         r = d.report
         ram = b.mem_mb * MIB
-        if r is None and b.kernel != REFERENCE:
+        is_ref = b.kernel == self.run.ref(b.kernel)
+        if r is None and not is_ref:
             self.warnings.append(f"boot {b.id}: no 'page tag refs' line in dmesg.txt; "
                                  f"page_ext figures left out")
         if r is not None:
             self.add(d, w, "ref_bits", MetricDef("bits"), float(r.ref_bits))
             self.add(d, w, "kernel_tags", MetricDef("tags"), float(r.kernel_tags))
-        if r is not None or b.kernel == REFERENCE:
+        if r is not None or is_ref:
             nbytes = float(r.page_ext_bytes) if r else 0.0
             npages = float(r.page_ext_pages) if r else 0.0
             note = "" if r else "no page tag refs line: kernel without profiling"
@@ -273,12 +274,10 @@ def summarize(run: Run) -> Summary:
             knote = "; ".join(sorted(g.notes.get(k, ())))
             rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, knote, nsup, est.note)))
         for kind in md.rel:
-            ref_name = REL_REF.get(kind, REFERENCE)
-            ref = clean.get(ref_name)
-            if ref is None:
-                continue
             for k, vals in clean.items():
-                if k == ref_name or (kind in REL_REF and k == REFERENCE):
+                ref_name = run.ref(k, REL_REF.get(kind, REFERENCE))
+                ref = clean.get(ref_name)
+                if ref is None or k == ref_name or (kind in REL_REF and k == run.ref(k)):
                     continue
                 key = f"{w}|{metric}|{k}|{kind}"
                 if kind in ("delta", "delta_nopf"):

@@ -38,13 +38,33 @@ kernel_variant() {
 	awk -v k="$1" '!/^#/ && $1 == k { print $2 }' "$REPO/bench/kernels"
 }
 
-# Series (patch directories) applied for a source tree, in order.
+# Series (patch directories) applied for a source tree, in order.  The
+# upstream peer tree "up" (Linux 7.3, bench/fetch-peer) gets no series, only
+# the benchmark's own test patches named in bench/peer-patches.
 tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
 	packed) echo baseline packed-refs ;;
+	up) ;;
 	*) die "unknown source tree '$1'" ;;
 	esac
+}
+
+# Patch files applied to a source tree, in order.
+tree_patches() {
+	if [ "$1" = up ]; then
+		grep -v -e '^#' -e '^[[:space:]]*$' "$REPO/bench/peer-patches" | while read -r p; do
+			[ -f "$REPO/patches/$p" ] || die "bench/peer-patches names missing patch $p"
+			echo "$REPO/patches/$p"
+		done
+		return
+	fi
+	for _s in $(tree_series "$1"); do series_patches "$_s" || exit 1; done
+}
+
+# The pristine git tree (tag 'pristine') a source tree is built from.
+tree_pristine() {
+	if [ "$1" = up ]; then echo "$BUILD_DIR/linux-up"; else echo "$PRISTINE"; fi
 }
 
 # Patch files of a series, in the order of its series file.
@@ -86,4 +106,51 @@ kmake_tree() {
 
 elapsed() {
 	echo $(($(date +%s) - $1))
+}
+
+# The Debian mirror the system's own apt sources name for its main suite
+# (deb822 .sources or one-line sources.list); read, never written.
+system_mirror() {
+	{
+		cat /etc/apt/sources.list.d/*.sources 2>/dev/null
+		echo
+		cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+			awk '$1 == "deb" || $1 == "deb-src" {
+				u = ($2 ~ /^\[/) ? $3 : $2
+				printf "Types: deb\nURIs: %s\nSuites: %s\n\n", u, (($2 ~ /^\[/) ? $4 : $3) }'
+	} | awk -v RS= '
+		/Types:[^\n]*deb/ && !/debian-security/ && /URIs:/ {
+			n = split($0, l, "\n")
+			for (i = 1; i <= n; i++)
+				if (l[i] ~ /^URIs:/) { sub(/^URIs:[ \t]*/, "", l[i]); split(l[i], u, " ") }
+			if (u[1] ~ /debian\/?$/) { print u[1]; exit }
+		}'
+}
+
+# papt_init NAME LINE...: a private apt configuration under
+# $BUILD_DIR/apt/NAME whose sources are the given one-line entries; the
+# system's /etc/apt is only read (keyrings, apt.conf).
+papt_init() {
+	_pd=$BUILD_DIR/apt/$1
+	shift
+	mkdir -p "$_pd/parts" "$_pd/lists/partial" "$_pd/cache/archives/partial"
+	printf '%s\n' "$@" >"$_pd/sources.list"
+}
+
+# papt NAME APT-GET-ARGS...: apt-get with NAME's private configuration.
+papt() {
+	_pd=$BUILD_DIR/apt/$1
+	shift
+	apt-get -q -o Dir::Etc::SourceList="$_pd/sources.list" \
+		-o Dir::Etc::SourceParts="$_pd/parts" -o Dir::State::Lists="$_pd/lists" \
+		-o Dir::Cache="$_pd/cache" -o Debug::NoLocking=1 "$@"
+}
+
+# papt_cache NAME APT-CACHE-ARGS...: apt-cache with NAME's configuration.
+papt_cache() {
+	_pd=$BUILD_DIR/apt/$1
+	shift
+	apt-cache -o Dir::Etc::SourceList="$_pd/sources.list" \
+		-o Dir::Etc::SourceParts="$_pd/parts" -o Dir::State::Lists="$_pd/lists" \
+		-o Dir::Cache="$_pd/cache" "$@"
 }
