@@ -20,14 +20,18 @@ B ?=
 # PEER=1 (default) also fetches, builds and benchmarks the upstream peer,
 # Debian's Linux 7.3 (bench/fetch-peer); PEER=0 leaves it out.
 PEER ?= 1
+# CACHESIM=1 (default) runs the cache model (bench/qemu-plugin) on icount
+# boots; CACHESIM=0 leaves it out.
+CACHESIM ?= 1
 
 # Bad values stop make before anything is built.
 $(if $(filter-out 0 1,$(PEER)),$(error PEER='$(PEER)' must be 0 or 1))
+$(if $(filter-out 0 1,$(CACHESIM)),$(error CACHESIM='$(CACHESIM)' must be 0 or 1))
 $(if $(filter-out 0 1,$(QUICK)),$(error QUICK='$(QUICK)' must be 0 or 1))
 $(if $(filter-out auto icount kvm tcg,$(TIMING)),$(error TIMING='$(TIMING)' must be auto, icount, kvm or tcg))
 $(if $(shell echo '$(R)' | grep -Ex '[1-9][0-9]*'),,$(error R='$(R)' is not a positive number of repetitions))
 
-export BUILD_DIR CCACHE_DIR TIMING PEER
+export BUILD_DIR CCACHE_DIR TIMING PEER CACHESIM
 
 BENCH_KERNELS := off baseline packed
 PEER_KERNELS := up-off up
@@ -40,6 +44,7 @@ all: kernels
 
 deps:
 	@bench/deps
+	@$(MAKE) --no-print-directory -s -C bench/qemu-plugin
 
 kernels: deps
 	@for v in $(BENCH_KERNELS); do bench/build-kernel $$v || exit 1; done

@@ -10,6 +10,18 @@
  * /proc/alloc_bench, one CSV line per operation and CPU:
  * op,cpu,count,min,p50,p90,p99,mean,max,outliers.
  *
+ * The batch pattern (batch=N) allocates N objects of one op, then frees all
+ * of them in allocation order, timing each: their struct pages and page_ext
+ * entries no longer fit in a last-level cache, as on a loaded machine; the
+ * hot loop before it has warmed code, tags and per-CPU lists.  It is
+ * recorded as <op>_batch_alloc, _batch_free and _batch_pair.
+ *
+ * Under QEMU with the cache-model plugin (bench/qemu-plugin) each timed
+ * operation is also a plugin window: marker instructions, no-ops on
+ * hardware, name the op (a label, listed as "#label N op" lines) and start
+ * and stop the window.  The markers add one instruction to each timed op on
+ * every kernel alike.
+ *
  * Allocations made here are accounted to this module's allocation tags.  On
  * kernels with CONFIG_TEST_ALLOC_SITES the ops named ksite_* allocate
  * through exported functions in the kernel image instead, so they are
@@ -38,6 +50,54 @@ MODULE_PARM_DESC(warmup, "Untimed iterations before the samples (0..1000000)");
 static bool parallel = true;
 module_param(parallel, bool, 0444);
 MODULE_PARM_DESC(parallel, "Also run order-0 page alloc/free on every CPU at once");
+
+static unsigned int batch;
+module_param(batch, uint, 0444);
+MODULE_PARM_DESC(batch, "Objects per batch pattern (0: none, else 1024..1048576)");
+
+/*
+ * Cache-model plugin markers (bench/qemu-plugin/cachesim.c): a session
+ * models every access, a label of 16 bits (one marker per bit, least
+ * significant first) names the windows that follow, a window is one timed
+ * allocation or free.
+ */
+#define LABEL_BITS	16
+#define LABEL_FREE	0x1	/* label = op << 4 | pattern << 1 | LABEL_FREE */
+#define PAT_HOT		0
+#define PAT_BATCH	1
+#define PAT_PARALLEL	2
+
+static __always_inline void cs_session_begin(void)
+{
+	asm volatile("xchg %%rdx, %%rdx" ::: "memory");
+}
+
+static __always_inline void cs_session_end(void)
+{
+	asm volatile("xchg %%r8, %%r8" ::: "memory");
+}
+
+static __always_inline void cs_start(void)
+{
+	asm volatile("xchg %%rbx, %%rbx" ::: "memory");
+}
+
+static __always_inline void cs_stop(void)
+{
+	asm volatile("xchg %%rcx, %%rcx" ::: "memory");
+}
+
+static noinline void cs_label(unsigned int label)
+{
+	unsigned int i;
+
+	for (i = 0; i < LABEL_BITS; i++, label >>= 1) {
+		if (label & 1)
+			asm volatile("xchg %%rdi, %%rdi" ::: "memory");
+		else
+			asm volatile("xchg %%rsi, %%rsi" ::: "memory");
+	}
+}
 
 #define MAX_RESULTS	128
 
@@ -151,13 +211,12 @@ static void calibrate(u32 *s, unsigned int n)
 	clock_cost = s[n / 2];
 }
 
-/* One iteration: allocate, then free; times both when @a and @f are set. */
-static int run_once(const struct op *op, u32 *a, u32 *f)
+/* One timed allocation; the plugin window covers just the allocator call. */
+static void *alloc_one(const struct op *op)
 {
-	u64 t0, t1, t2;
 	void *p = NULL;
 
-	t0 = ktime_get_ns();
+	cs_start();
 	switch (op->kind) {
 	case OP_PAGES:
 		p = alloc_pages(GFP_KERNEL, op->arg);
@@ -189,9 +248,13 @@ static int run_once(const struct op *op, u32 *a, u32 *f)
 		break;
 #endif
 	}
-	t1 = ktime_get_ns();
-	if (!p)
-		return -ENOMEM;
+	cs_stop();
+	return p;
+}
+
+static void free_one(const struct op *op, void *p)
+{
+	cs_start();
 	switch (op->kind) {
 	case OP_PAGES:
 	case OP_KSITE_PAGES:
@@ -215,45 +278,140 @@ static int run_once(const struct op *op, u32 *a, u32 *f)
 		free_percpu((void __percpu __force *)p);
 		break;
 	}
+	cs_stop();
+}
+
+/*
+ * One iteration: allocate, then free; times both when @a and @f are set.
+ * The label was set by the caller; alloc and free windows get the label
+ * with and without LABEL_FREE, so the plugin sees one label per window kind.
+ */
+static int run_once(const struct op *op, unsigned int label, u32 *a, u32 *f)
+{
+	u64 t0, t1, t2, t3;
+	void *p;
+
+	cs_label(label);
+	t0 = ktime_get_ns();
+	p = alloc_one(op);
+	t1 = ktime_get_ns();
+	if (!p)
+		return -ENOMEM;
+	cs_label(label | LABEL_FREE);
 	t2 = ktime_get_ns();
+	free_one(op, p);
+	t3 = ktime_get_ns();
 	if (a)
 		*a = since(t0, t1);
 	if (f)
-		*f = since(t1, t2);
+		*f = since(t2, t3);
 	return 0;
 }
 
-static int run_op(const struct op *op, int cpu, u32 *a, u32 *f)
+static unsigned int op_label(const struct op *op, unsigned int pattern)
+{
+	return (unsigned int)(op - ops) << 4 | pattern << 1;
+}
+
+/* Record <op><suffix>_alloc, _free and _pair of @n timed iterations. */
+static int record_op(const struct op *op, const char *suffix, int cpu, u32 *a, u32 *f,
+		     unsigned int n)
 {
 	char name[28];
 	unsigned int i;
 	u32 *pair;
 
+	/* The pair of each iteration, before record() sorts the halves. */
+	pair = vmalloc(array_size(n, sizeof(u32)));
+	if (!pair)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		pair[i] = a[i] + f[i];
+	snprintf(name, sizeof(name), "%s%s_alloc", op->name, suffix);
+	record(name, cpu, a, n);
+	snprintf(name, sizeof(name), "%s%s_free", op->name, suffix);
+	record(name, cpu, f, n);
+	snprintf(name, sizeof(name), "%s%s_pair", op->name, suffix);
+	record(name, cpu, pair, n);
+	vfree(pair);
+	return 0;
+}
+
+static int run_op(const struct op *op, int cpu, u32 *a, u32 *f)
+{
+	unsigned int i, label = op_label(op, cpu < 0 ? PAT_HOT : PAT_PARALLEL);
+
 	for (i = 0; i < warmup; i++) {
-		if (run_once(op, NULL, NULL))
+		if (run_once(op, label, NULL, NULL))
 			return -ENOMEM;
 		cond_resched();
 	}
 	for (i = 0; i < samples; i++) {
-		if (run_once(op, &a[i], &f[i]))
+		if (run_once(op, label, &a[i], &f[i]))
 			return -ENOMEM;
 		if (!(i & 63))
 			cond_resched();
 	}
-	/* The pair of each iteration, before record() sorts the halves. */
-	pair = vmalloc(array_size(samples, sizeof(u32)));
-	if (!pair)
-		return -ENOMEM;
-	for (i = 0; i < samples; i++)
-		pair[i] = a[i] + f[i];
-	snprintf(name, sizeof(name), "%s_alloc", op->name);
-	record(name, cpu, a, samples);
-	snprintf(name, sizeof(name), "%s_free", op->name);
-	record(name, cpu, f, samples);
-	snprintf(name, sizeof(name), "%s_pair", op->name);
-	record(name, cpu, pair, samples);
-	vfree(pair);
-	return 0;
+	return record_op(op, "", cpu, a, f, samples);
+}
+
+/*
+ * The batch pattern: @batch allocations, then @batch frees in allocation
+ * order, each timed.  The freed objects were allocated long before, so
+ * their metadata is as cold as the modelled caches make it.
+ */
+static int run_batch(const struct op *op)
+{
+	unsigned int i, n = 0, label = op_label(op, PAT_BATCH);
+	u32 *a = vmalloc(array_size(batch, sizeof(u32)));
+	u32 *f = vmalloc(array_size(batch, sizeof(u32)));
+	void **p = vmalloc(array_size(batch, sizeof(void *)));
+	int err = -ENOMEM;
+	u64 t0, t1;
+
+	if (!a || !f || !p)
+		goto out;
+	cs_label(label);
+	for (n = 0; n < batch; n++) {
+		t0 = ktime_get_ns();
+		p[n] = alloc_one(op);
+		t1 = ktime_get_ns();
+		if (!p[n])
+			break;
+		a[n] = since(t0, t1);
+		if (!(n & 63))
+			cond_resched();
+	}
+	cs_label(label | LABEL_FREE);
+	for (i = 0; i < n; i++) {
+		t0 = ktime_get_ns();
+		free_one(op, p[i]);
+		t1 = ktime_get_ns();
+		f[i] = since(t0, t1);
+		if (!(i & 63))
+			cond_resched();
+	}
+	err = n == batch ? record_op(op, "_batch", -1, a, f, n) : -ENOMEM;
+out:
+	vfree(a);
+	vfree(f);
+	vfree(p);
+	return err;
+}
+
+/* Ops the batch pattern runs: order-0 pages and kmalloc-64, both tag kinds. */
+static bool batched(const struct op *op)
+{
+	switch (op->kind) {
+	case OP_PAGES:
+	case OP_KSITE_PAGES:
+		return op->arg == 0;
+	case OP_KMALLOC:
+	case OP_KSITE_KMALLOC:
+		return op->arg == 64;
+	default:
+		return false;
+	}
 }
 
 struct worker {
@@ -313,8 +471,10 @@ static int results_show(struct seq_file *m, void *v)
 {
 	unsigned int i;
 
-	seq_printf(m, "# samples=%u warmup=%u clock_cost=%llu cpus=%u\n",
-		   samples, warmup, clock_cost, num_online_cpus());
+	seq_printf(m, "# samples=%u warmup=%u clock_cost=%llu cpus=%u batch=%u\n",
+		   samples, warmup, clock_cost, num_online_cpus(), batch);
+	for (i = 0; i < ARRAY_SIZE(ops); i++)
+		seq_printf(m, "#label %u %s\n", op_label(&ops[i], PAT_HOT), ops[i].name);
 	seq_puts(m, "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n");
 	mutex_lock(&results_lock);
 	for (i = 0; i < nr_results; i++) {
@@ -335,8 +495,9 @@ static int __init alloc_bench_init(void)
 	unsigned int i;
 	int err = 0;
 
-	if (samples < 100 || samples > 1000000 || warmup > 1000000) {
-		pr_err("alloc_bench: samples must be 100..1000000 and warmup 0..1000000\n");
+	if (samples < 100 || samples > 1000000 || warmup > 1000000 ||
+	    (batch && (batch < 1024 || batch > 1048576))) {
+		pr_err("alloc_bench: samples must be 100..1000000, warmup 0..1000000, batch 0 or 1024..1048576\n");
 		return -EINVAL;
 	}
 	a = vmalloc(array_size(samples, sizeof(u32)));
@@ -347,13 +508,23 @@ static int __init alloc_bench_init(void)
 		goto out;
 	}
 	calibrate(a, samples);
+	if (!clock_cost) {
+		pr_err("alloc_bench: the clock does not advance between two reads: no latency can be measured\n");
+		err = -EIO;
+		goto out;
+	}
+	cs_session_begin();
 	for (i = 0; i < ARRAY_SIZE(ops); i++) {
 		err = run_op(&ops[i], -1, a, f);
+		if (!err && batch && batched(&ops[i]))
+			err = run_batch(&ops[i]);
 		if (err) {
 			pr_err("alloc_bench: %s failed: %d\n", ops[i].name, err);
+			cs_session_end();
 			goto out;
 		}
 	}
+	cs_session_end();
 	if (parallel)
 		run_parallel();
 	if (!proc_create_single("alloc_bench", 0444, NULL, results_show))
