@@ -83,6 +83,10 @@ class BootData:
     fio: FioResult | None = None
     meminfo: dict[str, int] | None = None
     allocinfo: list[parse.AllocinfoLine] | None = None
+    # cache model (bench/qemu-plugin): {op_phase: {metric: stats}}, parameters
+    cache: dict[str, dict[str, parse.CacheStat]] | None = None
+    cache_params: dict[str, str] = field(default_factory=dict)
+    page_ext_allocated: int | None = None  # "allocated N bytes of page_ext"
 
 
 @dataclass
@@ -274,7 +278,8 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
         warnings.append(f"boot {b.id}: status ok but job.rc is {rc!r}; treated as failed")
         return None
     d = BootData(boot=b, report=r.parsed("dmesg.txt", parse.page_refs_report),
-                 meminfo_boot=r.parsed("meminfo-boot.txt", parse.meminfo))
+                 meminfo_boot=r.parsed("meminfo-boot.txt", parse.meminfo),
+                 page_ext_allocated=r.parsed("dmesg.txt", parse.page_ext_allocated))
     if r.exists("allocinfo.txt"):  # only where /proc/allocinfo exists
         d.allocinfo = r.parsed("allocinfo.txt", parse.allocinfo)
     job = WORKLOAD_JOBS.get(b.workload)
@@ -282,6 +287,17 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
         d.bench_settings, d.bench = r.parsed("alloc_bench.csv", parse.alloc_bench)
         if not d.bench:
             raise AnalysisError(f"{r.path('alloc_bench.csv')}: no measurements")
+        cs = _Boot(r.result.parent, b.id)
+        if cs.exists("cachesim.csv"):
+            d.cache_params, by_label = cs.parsed("cachesim.csv", parse.cachesim)
+            ops = parse.bench_labels(r.text("alloc_bench.csv"))
+            d.cache = {}
+            for label, stats in by_label.items():
+                name = parse.window_name(label, ops)
+                if name is None:
+                    raise AnalysisError(f"{cs.path('cachesim.csv')}: window label {label} is not "
+                                        f"an op of alloc_bench.csv")
+                d.cache[name] = stats
     elif job == "stress":
         d.stress = _load_stress(r, warnings)
     elif job == "fio":

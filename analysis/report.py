@@ -385,6 +385,111 @@ def static_insns_table(run: Run) -> list[str]:
     return table(["Variant"] + [f"`{f}`" for f in funcs], body)
 
 
+CACHE_OPS = (("pages_o0", "order-0 page"), ("kmalloc_64", "kmalloc-64"))
+CACHE_PATTERNS = (("", "hot loop"), ("_batch", "batch"))
+
+
+def cache_params_text(run: Run) -> str:
+    for d in run.boots:
+        if d.cache_params:
+            p = d.cache_params
+            return (f"Cache model (bench/qemu-plugin): L1D {p.get('l1', '?')}, L2 {p.get('l2', '?')}, "
+                    f"LLC {p.get('llc', '?')} (KiB/ways, LRU, physical addresses); estimated cycles = "
+                    f"instructions + {p.get('pen_l2', '?')} per L2 hit + {p.get('pen_llc', '?')} per LLC hit "
+                    f"+ {p.get('pen_mem', '?')} per LLC miss. A model, not a measurement of any CPU: "
+                    f"it shows which extra lines an operation needs, not what they cost on a given part.")
+    return ""
+
+
+def cache_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+    """Per kernel: LLC misses and estimated cycles per op (mean), and the
+    difference to the kernel's own off, for hot and batch patterns."""
+    body = []
+    for op, olabel in CACHE_OPS:
+        for prefix, site in SITES:
+            for pat, plabel in CACHE_PATTERNS:
+                for phase in ("alloc", "free", "pair"):
+                    base = f"cache.{prefix}{op}{pat}_{phase}"
+                    if not any(rows.get(k, w, f"{base}.llc_miss.mean") for k in run.kernels):
+                        continue
+                    cells = []
+                    for k in run.kernels:
+                        miss = rows.value(k, w, f"{base}.llc_miss.mean")
+                        cyc = rows.value(k, w, f"{base}.est_cycles.mean")
+                        dc = rows.value(k, w, f"{base}.est_cycles.mean.delta")
+                        if miss is None or cyc is None:
+                            cells.append("missing")
+                        elif k == run.ref(k):
+                            cells.append(f"{num(miss, 2)} / {num(cyc, 0)}")
+                        else:
+                            cells.append(f"{num(miss, 2)} / {num(cyc, 0)} ({signed(dc, 0, '')})")
+                    body.append([olabel, site, plabel, phase] + cells)
+    if not body:
+        return []
+    return table(["Operation", "Call site", "Pattern", "Phase"] + run.kernels, body)
+
+
+def cache_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+    checks = []
+    for prefix, site in SITES:
+        m = f"cache.{prefix}pages_o0_batch_pair"
+        bl = rows.value(BASELINE, w, f"{m}.llc_miss.mean.delta")
+        pk = rows.value(PACKED, w, f"{m}.llc_miss.mean.delta")
+        if bl is not None:
+            checks.append((f"batch order-0 pair, {site}: baseline LLC misses - off >= 1", bl, bl >= 1, 2))
+        if pk is not None:
+            checks.append((f"batch order-0 pair, {site}: packed LLC misses within 0.1 of off", pk,
+                           abs(pk) <= 0.1, 2))
+        bc = rows.value(BASELINE, w, f"{m}.est_cycles.mean.delta")
+        pc = rows.value(PACKED, w, f"{m}.est_cycles.mean.delta")
+        if bc is not None and pc is not None and bc > 0:
+            checks.append((f"batch order-0 pair, {site}: packed est. cycles overhead <= 1/5 of baseline's "
+                           f"({num(bc / 5, 0)})", pc, pc <= bc / 5, 0))
+    if not checks:
+        return []
+    return table(["Target (cache model)", "Measured (mean per pair, vs off)", "Met"],
+                 [[t, signed(v, dg, ""), "yes" if ok else "**no**"] for t, v, ok, dg in checks])
+
+
+PEER_PAIRS = (("baseline-nopf", "up-nopf", "profiling compiled in, off"),
+              ("baseline", "up-pageext", "page_ext references (8 B/page)"),
+              ("packed", "up-compressed", "index in page->flags"),
+              ("packed-ext16", None, "16-bit page_ext references"))
+
+
+def peer_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+    """Ours next to upstream's, each against its own tree's off."""
+    if not any(run.tree(k) == "up" for k in run.kernels):
+        return []
+    ops = [(f"{p}{op}_{ph}.p50", f"{ol}, {site}, {ph}") for op, ol in (("pages_o0", "order-0 page"),
+                                                                     ("kmalloc_64", "kmalloc-64"))
+           for p, site in SITES for ph in ("alloc", "free", "pair")]
+    head = ["Metric"]
+    cols = []
+    for ours, theirs, what in PEER_PAIRS:
+        for k in (ours, theirs):
+            if k and k in run.kernels:
+                cols.append(k)
+                head.append(f"{k} ({what})")
+    body = []
+    for m, label in ops:
+        if rows.get(REFERENCE, w, m) is None:
+            continue
+        body.append([f"{label} (instructions vs own off)"] + [signed(rows.value(k, w, m + ".delta"), 0, "")
+                                                             for k in cols])
+    for prefix, site in SITES:
+        m = f"cache.{prefix}pages_o0_batch_pair"
+        if rows.get(REFERENCE, w, f"{m}.llc_miss.mean"):
+            body.append([f"batch order-0 pair, {site}: LLC misses vs own off"]
+                        + [signed(rows.value(k, w, f"{m}.llc_miss.mean.delta"), 2, "") for k in cols])
+            body.append([f"batch order-0 pair, {site}: est. cycles vs own off"]
+                        + [signed(rows.value(k, w, f"{m}.est_cycles.mean.delta"), 0, "") for k in cols])
+    for mw in mem_workloads_from(rows):
+        body.append([f"page_ext bytes per 4 KiB page ({mw[5:]} MiB)"]
+                    + [num(rows.value(k, mw, "page_ext_bytes_per_page"), 2) for k in cols])
+    return table(head, body)
+
+
 def rows_unit(rows: _Rows, w: str) -> str:
     for r in rows.rows:
         if r.workload == w and r.metric.endswith(".p50"):
@@ -458,6 +563,28 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
         L += ["Static instruction counts of the hot functions in each vmlinux (`bench/fastpath-insns`, "
               "recorded at the start of the run), in parentheses the difference to `off`: what the "
               "hooks add, cold paths included.", ""] + st
+    ct = cache_table(rows, run)
+    if ct:
+        L += ["## Cache model: LLC misses and estimated cycles per operation (micro, mean)", "",
+              cache_params_text(run), "",
+              "Each cell: LLC misses / estimated cycles per operation, in parentheses the estimated "
+              "cycles against the kernel's own `off`. The hot loop allocates and frees one object "
+              "again and again (everything cached); the batch pattern allocates 64Ki objects, then "
+              "frees them in allocation order, so their `struct page` and page_ext lines have left "
+              "the modelled LLC. `pair` = alloc mean + free mean.", ""] + ct
+        L += cache_targets(rows, run)
+    pt = peer_table(rows, run)
+    if pt:
+        L += ["## Upstream side by side: Linux 7.3 (6.13+ compressed page tags)", "",
+              "Each kernel against its own tree's `off` (`off` for 6.12, `up-off` for 7.3); absolute "
+              "counts of the two trees are never compared. Besides tag storage the trees differ in "
+              "6.14's `alloc_hooks()` that touches `current->alloc_tag` only when profiling is on "
+              "(our baseline patch 0003 does the same for 6.12), slab `obj_ext` changes, allocator "
+              "changes between 6.12 and 7.3, and the compiler inlining that follows; a version "
+              "difference is not a design difference. Upstream cannot fall back: where its tags do "
+              "not fit it disables profiling.", ""] + pt
+    if (run.path / "peer-missing.txt").exists():
+        L += ["> **Upstream peer missing:** " + (run.path / "peer-missing.txt").read_text().strip(), ""]
     L += ["## Figures", ""]
     if not figures:
         L += ["No figures: the run has no data to plot.", ""]

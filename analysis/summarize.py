@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from analysis import stats
-from analysis.load import REFERENCE, BootData, Run
+from analysis.load import PEER_TREE, REFERENCE, BootData, Run
 
 BASELINE = "baseline"
 NOPF = "baseline-nopf"
@@ -51,6 +51,8 @@ REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_
               "vs_baseline": ".vs_baseline"}
 REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
 KERNEL_SITE_PREFIX = "ksite_"
+CACHE_REPORTED = ("l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
+CACHE_PARAM_KEYS = ("l1", "l2", "llc", "pen_l2", "pen_llc", "pen_mem")
 REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
 
 
@@ -149,6 +151,36 @@ class _Collector:
                          MetricDef(unit, True, ("overhead",) if f == "p50" else (),
                                    "all CPUs at once; per boot the mean over CPUs"), v)
 
+    def cache(self, d: BootData):
+        """Cache-model windows: misses per level, distinct lines and
+        estimated cycles per op, p50 and mean; the pair as alloc + free
+        means.  Only the parallel pattern is left out (its vCPUs share
+        one LLC and interleave)."""
+        w = d.boot.workload
+        note = "cache model: " + " ".join(f"{k}={d.cache_params[k]}" for k in CACHE_PARAM_KEYS
+                                          if k in d.cache_params)
+        pairs: dict[str, dict[str, float]] = defaultdict(dict)
+        for name, per in (d.cache or {}).items():
+            if "_parallel_" in name:
+                continue
+            for m in CACHE_REPORTED:
+                st = per.get(m)
+                if st is None:
+                    continue
+                unit = "cycles (model)" if m == "est_cycles" else ("lines" if m == "lines" else "misses")
+                for f in ("p50", "mean"):
+                    self.add(d, w, f"cache.{name}.{m}.{f}",
+                             MetricDef(unit, False, ("delta", "delta_nopf"), note), float(getattr(st, f)))
+                op, phase = name.rsplit("_", 1)
+                pairs[f"{op}_pair.{m}"][phase] = st.mean
+        for key, phases in pairs.items():
+            if set(phases) == {"alloc", "free"}:
+                m = key.rsplit(".", 1)[1]
+                unit = "cycles (model)" if m == "est_cycles" else ("lines" if m == "lines" else "misses")
+                self.add(d, w, f"cache.{key}.mean",
+                         MetricDef(unit, False, ("delta", "delta_nopf"), note + "; alloc mean + free mean"),
+                         phases["alloc"] + phases["free"])
+
     def perf(self, d: BootData, w: str, prefix: str, counters: dict):
         for ev, c in counters.items():
             timing = ev in ("task-clock", "cpu-clock")
@@ -189,33 +221,25 @@ class _Collector:
         b, w = d.boot, f"mem-m{d.boot.mem_mb}"
         mi = d.meminfo or {}
         r = d.report
-        ram = b.mem_mb * MIB
         is_ref = b.kernel == self.run.ref(b.kernel)
-        if r is None and not is_ref:
+        peer = self.run.tree(b.kernel) == PEER_TREE
+        if r is None and peer:
+            # Upstream prints no "page tag refs" line: its page_ext
+            # allocation line tells the cost, none means no page_ext at all.
+            self.add_page_ext(d, w, float(d.page_ext_allocated or 0), None, mi,
+                              "from 'allocated N bytes of page_ext'" if d.page_ext_allocated
+                              else "no page_ext allocated (no 'bytes of page_ext' line)")
+        elif r is None and not is_ref:
             self.warnings.append(f"boot {b.id}: no 'page tag refs' line in dmesg.txt; "
                                  f"page_ext figures left out")
         if r is not None:
             self.add(d, w, "ref_bits", MetricDef("bits"), float(r.ref_bits))
             self.add(d, w, "kernel_tags", MetricDef("tags"), float(r.kernel_tags))
-        if r is not None or is_ref:
+        if (r is not None or is_ref) and not (peer and r is None):
             nbytes = float(r.page_ext_bytes) if r else 0.0
             npages = float(r.page_ext_pages) if r else 0.0
             note = "" if r else "no page tag refs line: kernel without profiling"
-            self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",)), nbytes, note)
-            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries"), npages, note)
-            if npages > 0:
-                self.add(d, w, "page_ext_bytes_per_entry", MetricDef("bytes/entry"), nbytes / npages)
-            total = mi.get("MemTotal", 0)
-            if total > 0:
-                self.add(d, w, "page_ext_bytes_per_page",
-                         MetricDef("bytes per 4 KiB page", note="page_ext_bytes / (MemTotal/4 KiB)"),
-                         nbytes / (total / (PAGE // 1024)))
-            if ram > 0:
-                self.add(d, w, "page_ext_pct_ram",
-                         MetricDef("% of RAM", note=f"of the guest's {b.mem_mb} MiB"), nbytes / ram * 100)
-                self.add(d, w, "page_ext_bytes_per_tib",
-                         MetricDef("bytes per TiB RAM", note="extrapolated linearly from this RAM size"),
-                         nbytes / ram * TIB)
+            self.add_page_ext(d, w, nbytes, npages, mi, note)
         for k, name in (("MemTotal", "memtotal_kb"), ("MemFree", "memfree_kb")):
             if k in mi:
                 self.add(d, w, name, MetricDef("kB", rel=("delta",)), float(mi[k]))
@@ -226,11 +250,34 @@ class _Collector:
                      float(len(d.allocinfo)))
 
 
+    def add_page_ext(self, d: BootData, w: str, nbytes: float, npages: float | None,
+                     mi: dict[str, int], note: str):
+        ram = d.boot.mem_mb * MIB
+        self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",)), nbytes, note)
+        if npages is not None:
+            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries"), npages, note)
+            if npages > 0:
+                self.add(d, w, "page_ext_bytes_per_entry", MetricDef("bytes/entry"), nbytes / npages)
+        total = mi.get("MemTotal", 0)
+        if total > 0:
+            self.add(d, w, "page_ext_bytes_per_page",
+                     MetricDef("bytes per 4 KiB page", note="page_ext_bytes / (MemTotal/4 KiB)"),
+                     nbytes / (total / (PAGE // 1024)))
+        if ram > 0:
+            self.add(d, w, "page_ext_pct_ram",
+                     MetricDef("% of RAM", note=f"of the guest's {d.boot.mem_mb} MiB"), nbytes / ram * 100)
+            self.add(d, w, "page_ext_bytes_per_tib",
+                     MetricDef("bytes per TiB RAM", note="extrapolated linearly from this RAM size"),
+                     nbytes / ram * TIB)
+
+
 def _collect(run: Run) -> _Collector:
     c = _Collector(run)
     for d in run.boots:
         if d.bench:
             c.micro(d)
+        if d.cache:
+            c.cache(d)
         if d.stress:
             c.stress(d)
         if d.fio is not None:

@@ -153,3 +153,75 @@ def warnings(log: str) -> list[str]:
                      r"alloc_tag was not (set|cleared)|current->alloc_tag not set|"
                      r"Kernel panic)")
     return [ln for ln in log.splitlines() if pat.search(ln)]
+
+
+LABEL_RE = re.compile(r"^#label (\d+) (\S+)$", re.M)
+CACHE_FIELDS = ("count", "min", "p50", "p90", "p99", "mean", "max")
+CACHE_METRICS = ("insns", "loads", "stores", "lines", "l1_miss", "l2_miss", "llc_miss",
+                 "split", "est_cycles")
+# alloc_bench window labels: op << 4 | pattern << 1 | free
+PATTERNS = {0: "", 1: "_batch", 2: "_parallel"}
+
+
+@dataclass
+class CacheStat:
+    count: int
+    min: int
+    p50: int
+    p90: int
+    p99: int
+    mean: float
+    max: int
+
+
+def bench_labels(text: str) -> dict[int, str]:
+    """alloc_bench's "#label N op" lines: the label of each op's hot windows."""
+    return {int(m.group(1)): m.group(2) for m in LABEL_RE.finditer(text)}
+
+
+def window_name(label: int, ops: dict[int, str]) -> str | None:
+    """The bench op a plugin window label stands for, e.g. pages_o0_batch_free."""
+    op = ops.get(label & ~0xF)
+    pattern = PATTERNS.get((label >> 1) & 0x7)
+    if op is None or pattern is None:
+        return None
+    return f"{op}{pattern}_{'free' if label & 1 else 'alloc'}"
+
+
+def cachesim(text: str) -> tuple[dict[str, str], dict[int, dict[str, CacheStat]]]:
+    """The cache-model plugin's CSV: (parameters, {label: {metric: stats}}).
+    Its "# end" line is written last, so without it the output is cut short."""
+    lines = text.splitlines()
+    if not lines or lines[-1] != "# end":
+        raise ParseError("cachesim output is truncated (no '# end' line)")
+    if not lines[0].startswith("# cachesim "):
+        raise ParseError("not cachesim output: no '# cachesim' parameter line")
+    params = dict(re.findall(r"(\w+)=(\S+)", lines[0]))
+    out: dict[int, dict[str, CacheStat]] = {}
+    for ln in lines[1:-1]:
+        if ln.startswith("label,"):
+            continue
+        parts = ln.split(",")
+        if len(parts) != 9 or parts[1] not in CACHE_METRICS:
+            raise ParseError(f"malformed cachesim line: {ln!r}")
+        try:
+            vals = [int(parts[0])] + [int(x) for x in parts[2:7]] + [float(parts[7]), int(parts[8])]
+        except ValueError as e:
+            raise ParseError(f"malformed cachesim line: {ln!r}") from e
+        st = CacheStat(*vals[1:])
+        if st.count <= 0 or not st.min <= st.p50 <= st.p90 <= st.p99 <= st.max:
+            raise ParseError(f"inconsistent cachesim line: {ln!r}")
+        out.setdefault(vals[0], {})[parts[1]] = st
+    if not out:
+        raise ParseError("cachesim output has no windows: the guest set no markers")
+    return params, out
+
+
+PAGE_EXT_ALLOC_RE = re.compile(r"allocated (\d+) bytes of page_ext$", re.M)
+
+
+def page_ext_allocated(log: str) -> int | None:
+    """Bytes of page_ext the kernel allocated at boot ("allocated N bytes of
+    page_ext"), or None when it allocated none (no page_ext client)."""
+    m = PAGE_EXT_ALLOC_RE.findall(log)
+    return sum(int(x) for x in m) if m else None
