@@ -12,7 +12,8 @@ def test_quick_micro_run_records_every_boot_and_parses():
     out = TEST_DIR / "bench-smoke"
     subprocess.run(["rm", "-rf", str(out)], check=True)
     env = dict(os.environ, RESULTS_DIR=str(out), RUN_ID="smoke", QUICK="1",
-               QUICK_R="1", KERNELS="off packed", WORKLOADS="micro", TIMING="icount")
+               QUICK_R="1", KERNELS="off packed", WORKLOADS="micro", TIMING="icount",
+               CACHESIM="1", PEER="0")
     r = subprocess.run([str(REPO / "bench/run-bench")], env=env, capture_output=True,
                        text=True, timeout=1800)
     assert r.returncode == 0, r.stderr[-2000:]
@@ -35,6 +36,38 @@ def test_quick_micro_run_records_every_boot_and_parses():
         # a page allocation costs hundreds of instructions: a zero is a broken clock
         assert all(ln.p50 > 100 for ln in lines if "pages_o0" in ln.op), lines
     assert set(manifest["build_info"]) == {"off", "packed"}
+    for b in manifest["boots"]:
+        check_one_window_per_timed_op(run / "boots" / b["id"])
+
+
+def check_one_window_per_timed_op(boot):
+    """The cache model saw exactly one window per timed (and warm-up) op:
+    a missing, doubled or unlabelled marker changes the counts."""
+    text = (boot / "result" / "alloc_bench.csv").read_text()
+    settings, lines = parse.alloc_bench(text)
+    ops = parse.bench_labels(text)
+    params, by_label = parse.cachesim((boot / "cachesim.csv").read_text())
+    assert params["stray_stops"] == "0" and params["nested_starts"] == "0", params
+    names = {parse.window_name(label, ops): st for label, st in by_label.items()}
+    assert None not in names, sorted(by_label)
+    hot = int(settings["samples"]) + int(settings["warmup"])
+    batch = int(settings["batch"])
+    assert batch >= 1024
+    for op in ops.values():
+        for phase in ("alloc", "free"):
+            assert names[f"{op}_{phase}"]["insns"].count == hot, (op, phase)
+    for op in ("pages_o0", "kmalloc_64", "ksite_pages_o0", "ksite_kmalloc_64"):
+        for phase in ("alloc", "free"):
+            assert names[f"{op}_batch_{phase}"]["insns"].count == batch, (op, phase)
+    assert int(params["windows"]) == len(ops) * 2 * hot + 8 * batch
+    # the model and the guest's own clock count the same instructions
+    # (the guest's includes one clock read and one marker)
+    by_op = {ln.op: ln for ln in lines}
+    pa = names["pages_o0_alloc"]["insns"].p50
+    assert 0 < by_op["pages_o0_alloc"].p50 - pa <= 20, (by_op["pages_o0_alloc"].p50, pa)
+    # batch frees touch struct pages allocated long before: cold lines
+    assert names["pages_o0_batch_free"]["llc_miss"].mean >= 0.5
+    assert names["pages_o0_free"]["llc_miss"].p50 == 0
 
 
 def test_bad_bench_options_are_rejected_with_a_message():
