@@ -60,11 +60,21 @@ def main(argv: list[str]) -> int:
         p = build_dir / "out" / v / "build-info.json"
         build_info[v] = json.loads(p.read_text()) if p.exists() else None
     repo = Path(__file__).resolve().parent.parent
+    started = {}
+    if (run / "start.txt").exists():  # written by run-bench before the first boot
+        started = dict(ln.split("=", 1) for ln in (run / "start.txt").read_text().splitlines() if "=" in ln)
+    peer = None
+    if (run / "peer-info.json").exists():
+        peer = json.loads((run / "peer-info.json").read_text())
     manifest = {
         "run_id": run.name,
         "state": state,
-        "git_revision": _cmd("git", "-C", str(repo), "rev-parse", "HEAD"),
-        "git_dirty": bool(_cmd("git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no")),
+        "git_revision": started.get("git_revision")
+        or _cmd("git", "-C", str(repo), "rev-parse", "HEAD"),
+        "git_dirty": started.get("git_dirty") == "1" if started
+        else bool(_cmd("git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no")),
+        "git_recorded": "at run start" if started else "at run end",
+        "peer": peer,
         "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
         "end": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "wall_s": int(time.time()) - start,
