@@ -601,6 +601,8 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
         for s in stressors:
             ms += [(f"{s}.wall_time.overhead", f"{s}: run time overhead"),
                    (f"{s}.bogo_ops_per_s.rel", f"{s}: bogo-ops/s vs off")]
+            if rows.get(REFERENCE, "stress", f"{s}.insns_per_bogo_op"):
+                ms.append((f"{s}.insns_per_bogo_op.overhead", f"{s}: instructions per bogo-op overhead"))
         L += ["## stress-ng (fixed op counts)", ""] + macro_table(rows, run, "stress", ms)
     if any(r.workload == "fio" for r in rows.rows):
         L += ["## fio (page cache on tmpfs)", ""] + macro_table(

@@ -17,7 +17,9 @@ CONFIDENCE = 95.0
 
 SPREAD_NOTE = "spread: min..max over boots (icount is deterministic, so no CI)"
 CI_NOTE = f"{CONFIDENCE:g}% CI: bootstrap over boots ({RESAMPLES} resamples)"
-FEW_NOTE = "1 boot: no CI"
+# A bootstrap CI of a median over fewer boots is just their min..max.
+MIN_CI_BOOTS = 5
+FEW_NOTE = f"fewer than {MIN_CI_BOOTS} boots: spread only, no CI"
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,7 @@ def describe(values: Sequence[float], deterministic: bool, key: str) -> Estimate
     est = Estimate(median(v), spread_low=min(v), spread_high=max(v), n=len(v))
     if deterministic:
         return replace(est, note=SPREAD_NOTE)
-    if len(v) < 2:
+    if len(v) < MIN_CI_BOOTS:
         return replace(est, note=FEW_NOTE)
     lo, hi = _ci(_resampled_medians(_rng(key), v))
     return replace(est, ci_low=lo, ci_high=hi, note=CI_NOTE)
@@ -85,7 +87,7 @@ def _against(values: Sequence[float], ref: Sequence[float], deterministic: bool,
                    n=len(values))
     if deterministic:
         return replace(est, note=f"{SPREAD_NOTE}; {n_note}")
-    if len(values) < 2 or len(ref) < 2:
+    if len(values) < MIN_CI_BOOTS or len(ref) < MIN_CI_BOOTS:
         return replace(est, note=f"{FEW_NOTE}; {n_note}")
     rng = _rng(key)
     a = _resampled_medians(rng, values)

@@ -51,6 +51,7 @@ REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_
               "vs_baseline": ".vs_baseline"}
 REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
 KERNEL_SITE_PREFIX = "ksite_"
+BOOTS_DISAGREE = "boots disagree (not deterministic)"
 CACHE_REPORTED = ("l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
 CACHE_PARAM_KEYS = ("l1", "l2", "llc", "pen_l2", "pen_llc", "pen_mem")
 REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
@@ -200,6 +201,12 @@ class _Collector:
                 if k in m:
                     self.add(d, w, f"{s}.{name}", MetricDef(s_unit, True, rel), m[k])
             self.add(d, w, f"{s}.bogo_ops", MetricDef("bogo ops"), m["bogo-ops"])
+            if self.run.timing == "icount" and m["bogo-ops"] > 0:
+                # one guest nanosecond is one instruction under -icount shift=0
+                self.add(d, w, f"{s}.insns_per_bogo_op",
+                         MetricDef("instructions", True, ("overhead", "delta"),
+                                   "stress-ng wall-clock-time under icount / bogo ops"),
+                         m["wall-clock-time"] * 1e9 / m["bogo-ops"])
             self.add(d, w, f"{s}.bogo_ops_per_s",
                      MetricDef(rate_unit(self.run, "bogo ops"), True, ("rel",)),
                      m["bogo-ops-per-second-real-time"])
@@ -303,10 +310,21 @@ def summarize(run: Run) -> Summary:
     warnings = list(run.warnings) + c.warnings
     order = {k: i for i, k in enumerate(run.kernels)}
     rows: list[Row] = []
+    disagree: dict[str, list[str]] = defaultdict(list)
     for (w, metric), g in sorted(c.groups.items()):
         md = g.mdef
         tcg = "relative only (plain TCG wall clock)" if (md.timing and run.relative_only) else ""
         clean: dict[str, list[float]] = {}
+        if g.deterministic:
+            # icount with one vCPU is expected to replay boots exactly: a
+            # claim checked here, per metric, not assumed.
+            split = [k for k, raw in g.values.items()
+                     if len({v for v in raw if v is not None}) > 1]
+            if split:
+                g.deterministic = False
+                disagree[w].append(f"{metric} ({', '.join(split)})")
+                for k in split:
+                    g.notes[k].add(BOOTS_DISAGREE)
         for k in sorted(g.values, key=lambda k: order.get(k, len(order))):
             raw = g.values[k]
             vals = [v for v in raw if v is not None]
@@ -341,6 +359,14 @@ def summarize(run: Run) -> Summary:
                                     _join(tcg, f"{ref_name} median is not positive")))
                     continue
                 rows.append(_row(k, w, name, unit, est, _join(tcg, est.note)))
+    for w, metrics in sorted(disagree.items()):
+        few = min((len(v) for (gw, _), g in c.groups.items() if gw == w for v in g.values.values()),
+                  default=0)
+        ci = ("they carry bootstrap CIs" if few >= stats.MIN_CI_BOOTS
+              else f"they need R >= {stats.MIN_CI_BOOTS} for a CI (this run: {few})")
+        warnings.append(f"{w}: boots of one kernel disagree on {len(metrics)} metric(s), so icount "
+                        f"is not deterministic for them; {ci}: "
+                        + "; ".join(metrics[:8]) + (" ..." if len(metrics) > 8 else ""))
     rows.sort(key=lambda r: (r.workload, r.metric, order.get(r.kernel, len(order)), r.kernel))
     return Summary(rows=rows, warnings=warnings, facts=_facts(run))
 

@@ -23,7 +23,7 @@ KINDS = ("alloc", "free", "pair")
 STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16}  # bench/fastpath-insns deltas
 PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2}
 SLAB_FACTOR = {"off": 1.0, "baseline": 1.07, "baseline-nopf": 1.01, "packed": 1.095, "packed-ext16": 1.05}
-JITTER = (0, 2, 10, 3)  # reps 3+: median differs from mean
+JITTER = (0, 2, 10, 3, 5)  # reps 3+: median differs from mean
 STRESSORS = {"vm": 2.0, "fork": 4.0}          # off wall-clock-time, seconds
 STRESS_FACTOR = {"off": 1.0, "baseline": 1.10, "baseline-nopf": 1.02, "packed": 1.03, "packed-ext16": 1.05}
 FIO_RUNTIME = 2000                              # off job_runtime, ms
@@ -41,9 +41,9 @@ def factor(kernel: str, op: str) -> float:
     return (SLAB_FACTOR if op.startswith("kmalloc") else PAGE_FACTOR)[kernel]
 
 
-def p50(kernel: str, op: str, kind: str, rep: int) -> int:
+def p50(kernel: str, op: str, kind: str, rep: int, jitter: bool = True) -> int:
     v = round(OPS[op] * factor(kernel, op))
-    return {"alloc": v, "free": v // 2, "pair": v + v // 2}[kind] + JITTER[rep - 1]
+    return {"alloc": v, "free": v // 2, "pair": v + v // 2}[kind] + (JITTER[rep - 1] if jitter else 0)
 
 
 @dataclass
@@ -57,16 +57,17 @@ class Spec:
     failed: dict[str, str] = field(default_factory=dict)   # boot id -> status
     data_of: dict[str, str] = field(default_factory=dict)  # label -> whose figures it gets
     scale: dict[str, float] = field(default_factory=dict)  # label -> extra latency factor
+    jitter: bool = True  # False: boots of one kernel agree (micro latencies)
 
 
-def _bench_csv(k: str, rep: int, smp: int, scale: float) -> str:
+def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) -> str:
     out = ["# samples=1000 warmup=100 clock_cost=20 cpus=%d" % smp,
            "op,cpu,count,min,p50,p90,p99,mean,max,outliers"]
     cpus = [-1] + ([1000 + c for c in range(smp)] if smp > 1 else [])
     for cpu in cpus:
         for op in OPS if cpu == -1 else ["pages_o0"]:
             for kind in KINDS:
-                p = round(p50(k, op, kind, rep) * scale)
+                p = round(p50(k, op, kind, rep, jitter) * scale)
                 if cpu >= 1000:
                     p = p * 3 // 2 + 10 * (cpu - 1000)
                 out.append(f"{op}_{kind},{cpu},1000,{p * 9 // 10},{p},{p * 6 // 5},{p * 2},"
@@ -143,7 +144,7 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                                   "wall_s": 10, "qemu_cmdline": "qemu-system-x86_64 ..."})
                     if status == "ok":
                         _write_boot(run / "boots" / bid / "result", spec.data_of.get(label, label),
-                                    w, m, rep, smp, spec.scale.get(label, 1.0))
+                                    w, m, rep, smp, spec.scale.get(label, 1.0), spec.jitter)
                     else:
                         (run / "boots" / bid).mkdir()
     variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
@@ -166,14 +167,15 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
     return run
 
 
-def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: float) -> None:
+def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: float,
+                jitter: bool = True) -> None:
     res.mkdir(parents=True)
     files = {"job.rc": "0\n", "dmesg.txt": _dmesg(k, m),
              "meminfo-boot.txt": _meminfo(memtotal(k, m), memtotal(k, m) - 50000)}
     if k != "off":
         files["allocinfo.txt"] = _allocinfo(k)
     if w.startswith("micro"):
-        files["alloc_bench.csv"] = _bench_csv(k, rep, smp, scale)
+        files["alloc_bench.csv"] = _bench_csv(k, rep, smp, scale, jitter)
     elif w == "stress":
         rc = []
         for s, base in STRESSORS.items():

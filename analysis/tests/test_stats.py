@@ -36,4 +36,6 @@ def test_difference_and_single_boot():
     d = stats.difference([5.0, 7.0], [1.0, 2.0], deterministic=True, key="k")
     assert d.value == pytest.approx(4.5) and (d.spread_low, d.spread_high) == (3.0, 6.0)
     one = stats.describe([3.0], deterministic=False, key="k")
-    assert one.value == 3.0 and one.ci_low is None and "1 boot" in one.note
+    assert one.value == 3.0 and one.ci_low is None and "fewer than 5 boots" in one.note
+    four = stats.describe([3.0, 4.0, 5.0, 6.0], deterministic=False, key="k")
+    assert four.ci_low is None and (four.spread_low, four.spread_high) == (3.0, 6.0)
