@@ -70,6 +70,7 @@ class FioResult:
     usr_cpu: float
     sys_cpu: float
     perf: dict[str, PerfCounter]
+    pgalloc: float | None = None  # pages allocated during the job (/proc/vmstat)
 
 
 @dataclass
@@ -307,6 +308,9 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
         else:
             vals = r.parsed("fio.json", fio_json)
             d.fio = FioResult(*vals, perf=r.parsed("perf-fio.txt", perf_stat))
+            if r.exists("vmstat-before.txt") and r.exists("vmstat-after.txt"):
+                before = r.parsed("vmstat-before.txt", parse.vmstat_pgalloc)
+                d.fio.pgalloc = r.parsed("vmstat-after.txt", parse.vmstat_pgalloc) - before
     elif job == "mem":
         d.meminfo = r.parsed("meminfo.txt", parse.meminfo)
     else:

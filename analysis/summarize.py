@@ -219,7 +219,14 @@ class _Collector:
                                             "fio job_runtime of a fixed amount of I/O"), f.runtime_ms)
         for name, v, what in (("read_bw", f.read_bw, "KiB"), ("write_bw", f.write_bw, "KiB"),
                               ("read_iops", f.read_iops, "IO"), ("write_iops", f.write_iops, "IO")):
-            self.add(d, w, name, MetricDef(rate_unit(self.run, what), True, ("rel",)), v)
+            if v > 0 or not name.startswith("read"):  # a write-only job reads nothing
+                self.add(d, w, name, MetricDef(rate_unit(self.run, what), True, ("rel",)), v)
+        if f.pgalloc is not None:
+            if f.pgalloc <= 0:
+                self.warnings.append(f"boot {d.boot.id}: fio allocated no pages (/proc/vmstat "
+                                     f"pgalloc_* did not grow): it measured no page allocation")
+            self.add(d, w, "pgalloc", MetricDef("pages", note="pgalloc_* growth in /proc/vmstat "
+                                                "over the fio job"), f.pgalloc)
         self.add(d, w, "usr_cpu", MetricDef("%"), f.usr_cpu)
         self.add(d, w, "sys_cpu", MetricDef("%"), f.sys_cpu)
         self.perf(d, w, "", f.perf)

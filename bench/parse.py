@@ -225,3 +225,19 @@ def page_ext_allocated(log: str) -> int | None:
     page_ext"), or None when it allocated none (no page_ext client)."""
     m = PAGE_EXT_ALLOC_RE.findall(log)
     return sum(int(x) for x in m) if m else None
+
+
+def vmstat_pgalloc(text: str) -> int:
+    """Sum of the pgalloc_* counters of /proc/vmstat."""
+    total, seen = 0, False
+    for ln in text.splitlines():
+        parts = ln.split()
+        if len(parts) == 2 and parts[0].startswith("pgalloc_"):
+            try:
+                total += int(parts[1])
+            except ValueError as e:
+                raise ParseError(f"malformed /proc/vmstat line: {ln!r}") from e
+            seen = True
+    if not seen:
+        raise ParseError("not /proc/vmstat output: no pgalloc_* counters")
+    return total

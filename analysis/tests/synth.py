@@ -189,6 +189,8 @@ def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: fl
         files["fio.json"] = _fio_json(runtime)
         files["perf-fio.txt"] = _perf(runtime * 0.9)
         files["fio-rc.txt"] = "0\n"
+        files["vmstat-before.txt"] = "nr_free_pages 1000\npgalloc_dma32 100\npgalloc_normal 5000\n"
+        files["vmstat-after.txt"] = "nr_free_pages 1000\npgalloc_dma32 132\npgalloc_normal 38000\n"
     elif w == "mem":
         t = memtotal(k, m)
         files["meminfo.txt"] = _meminfo(t, t - 40000 - 100 * (k == "packed"))

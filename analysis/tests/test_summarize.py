@@ -83,6 +83,7 @@ def test_stress_and_fio_by_hand(good):
     assert "not supported" in row(s, "baseline", "stress", "vm.perf.cycles").note
     assert row(s, "packed", "fio", "runtime.overhead").value == pytest.approx((2060.5 / 2000.5 - 1) * 100)
     assert row(s, "packed", "fio", "read_bw.rel").value < 1
+    assert row(s, "packed", "fio", "pgalloc").value == 32 + 33000
 
 
 def test_memory_by_hand(good):
@@ -164,3 +165,12 @@ def test_icount_determinism_is_checked_per_metric(tmp_path):
     assert len(w) == 1 and "kmalloc_64_alloc.p50 (off, baseline" in w[0] and "R >= 5" in w[0], s.warnings
     r = row(s, "baseline", "micro", "pages_o0_alloc.p50")
     assert "boots disagree" in r.note and "icount is deterministic" not in r.note
+
+
+def test_fio_that_allocates_no_pages_is_flagged(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("fio",)))
+    for v in (run / "boots").glob("packed--fio--*/result/vmstat-after.txt"):
+        v.write_text((v.parent / "vmstat-before.txt").read_text())
+    s = summarize.summarize(load.load_run(run))
+    assert any("fio allocated no pages" in w and "packed--fio" in w for w in s.warnings), s.warnings
+    assert not any("fio allocated no pages" in w and "off--fio" in w for w in s.warnings)
