@@ -98,3 +98,23 @@ def test_cli_error_is_one_line_without_traceback(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr and str(p) in r.stderr
+
+
+def test_memory_plot_shows_memfree_not_memtotal(tmp_path, monkeypatch):
+    """The right panel plots MemFree deltas, where page_ext shows; MemTotal
+    only moves with the kernel image."""
+    from analysis import load, summarize
+    run = load.load_run(synth.make_run(tmp_path, synth.Spec(workloads=("mem",))))
+    s = summarize.summarize(run)
+    panels = []
+    real = plots._bars
+
+    def spy(ax, cats, kernels, get, *a, **kw):
+        panels.append({(k, c): (get(k, c).value if get(k, c) else None) for k in kernels for c in cats})
+        return real(ax, cats, kernels, get, *a, **kw)
+
+    monkeypatch.setattr(plots, "_bars", spy)
+    assert plots.plot_memory(run, s, tmp_path) is not None
+    right = panels[1]
+    assert right["baseline", "8192 MiB"] == pytest.approx((-2200 - 16384) / 1024)
+    assert right["packed", "8192 MiB"] == pytest.approx(-2300 / 1024)

@@ -91,7 +91,7 @@ def test_memory_by_hand(good):
     w = "mem-m1024"
     assert row(s, "baseline", w, "page_ext_bytes").value == 8 * 262144
     assert row(s, "baseline", w, "page_ext_bytes_per_entry").value == 8
-    total = 1024 * 1024 * 97 // 100 - 2048
+    total = 1024 * 1024 * 97 // 100 - 2200
     assert row(s, "baseline", w, "page_ext_bytes_per_page").value == pytest.approx(8 * 262144 / (total / 4))
     assert row(s, "baseline", w, "page_ext_pct_ram").value == pytest.approx(100 * 8 / 4096)
     assert row(s, "baseline", "mem-m8192", "page_ext_bytes_per_tib").value == 8 * (1 << 40) // 4096
@@ -100,9 +100,13 @@ def test_memory_by_hand(good):
     assert row(s, "off", w, "page_ext_bytes").value == 0
     assert "without profiling" in row(s, "off", w, "page_ext_bytes").note
     assert "without profiling" not in row(s, "baseline", w, "page_ext_bytes").note
-    assert row(s, "baseline", w, "memtotal_kb.delta").value == -2048
-    assert row(s, "packed-ext16", "mem-m8192", "memtotal_kb.delta").value == -4096
-    assert row(s, "packed", w, "memfree_kb.delta").value == -100
+    # MemTotal: the kernel image only, page_ext or not
+    assert row(s, "baseline", w, "memtotal_kb.delta").value == -2200
+    assert row(s, "packed-ext16", "mem-m8192", "memtotal_kb.delta").value == -2300
+    # MemFree: the image plus page_ext (8 B/page baseline at 8 GiB: 16384 kB)
+    assert row(s, "baseline", "mem-m8192", "memfree_kb.delta").value == -2200 - 16384
+    assert row(s, "packed-ext16", "mem-m8192", "memfree_kb.delta").value == -2300 - 4096
+    assert row(s, "packed", w, "memfree_kb.delta").value == -2300
     assert row(s, "packed", w, "allocinfo_lines").value == 4
     assert row(s, "baseline", w, "allocinfo_bytes").value == 4096 * 6
     assert s.get("off", w, "allocinfo_bytes") is None
