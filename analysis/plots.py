@@ -255,8 +255,85 @@ def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
     return Figure("throughput", "stress", "throughput-relative", "stress-ng and fio relative throughput")
 
 
-FIGURE_GLOBS = ("memory-overhead.*", "latency-overhead-*.*", "latency-distribution-*.*",
+FIGURE_GLOBS = ("slide.*", "memory-overhead.*", "latency-overhead-*.*", "latency-distribution-*.*",
                 "throughput-relative.*")
+
+
+SLIDE_MEM = ("off", "baseline", "packed-ext16", "packed", "up-pageext", "up-compressed", "packed-distro")
+SLIDE_CPU = ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed", "packed-distro")
+SLIDE_STYLE = {"font.size": 22, "axes.titlesize": 26, "axes.labelsize": 22, "xtick.labelsize": 20,
+               "ytick.labelsize": 20, "legend.fontsize": 18, "figure.titlesize": 28}
+TALK_PAGE_EXT_BYTES = 8      # the talk: 8 B per 4 KiB page, ~0.2% of RAM
+TALK_MARKS = ((40.0, "talk: page allocation, page_ext refs +40%"),
+              (7.0, "talk: refs in page flags +7% (slab +7%)"))
+
+
+def _slide_mem_workload(idx: _Index, ws: list[str]) -> str | None:
+    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.get("off", w, "page_ext_bytes_per_page")),
+                None)
+
+
+def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
+    """The one figure for a slide: memory per page and the order-0 pair
+    overhead, with the talk's figures as reference marks."""
+    idx = _Index(summary)
+    ws = report.mem_workloads_from(report._Rows(summary))
+    mw = _slide_mem_workload(idx, ws) if ws else None
+    site = "ksite_" if any(idx.get(k, "micro", "ksite_pages_o0_pair.p50.overhead") for k in run.kernels) else ""
+    pair = f"{site}pages_o0_pair.p50"
+    cpu = [k for k in SLIDE_CPU if idx.get(k, "micro", pair + ".overhead")]
+    if not cpu:
+        return None
+    with plt.rc_context(SLIDE_STYLE):
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 9), layout="constrained",
+                                     gridspec_kw={"width_ratios": [2, 3]})
+        mem = [k for k in SLIDE_MEM if mw and idx.get(k, mw, "page_ext_bytes_per_page")] if mw else []
+        if mem:
+            vals = [idx.get(k, mw, "page_ext_bytes_per_page").value for k in mem]
+            bars = a1.bar(range(len(mem)), vals, color=[colour(k, run.kernels) for k in mem])
+            for b, v in zip(bars, vals):
+                a1.annotate(f"{v:.2f} B", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom")
+            a1.axhline(TALK_PAGE_EXT_BYTES, color="black", ls="--", lw=2)
+            a1.text(0.98, TALK_PAGE_EXT_BYTES * 1.18, "talk: 8 B/page\n(0.2% of RAM)",
+                    transform=a1.get_yaxis_transform(), ha="right", va="bottom", fontsize=17)
+            a1.set_xticks(range(len(mem)), mem, rotation=35, ha="right")
+            a1.set_ylim(0, max(max(vals), TALK_PAGE_EXT_BYTES) * 1.6)
+        a1.set_ylabel("tag memory, bytes per 4 KiB page")
+        a1.set_title(f"Memory ({mw[5:]} MiB guest)" if mw else "Memory (not measured)")
+        x = np.arange(len(cpu))
+        pct = [idx.get(k, "micro", pair + ".overhead").value for k in cpu]
+        delta = [idx.get(k, "micro", pair + ".delta") for k in cpu]
+        cyc_m = f"cache.{site}pages_o0_batch_pair.est_cycles.mean"
+        cyc = [idx.get(k, "micro", cyc_m) for k in cpu]
+        cyc_ref = [idx.get(run.ref(k), "micro", cyc_m) for k in cpu]
+        have_cyc = all(c is not None and r is not None and r.value > 0 for c, r in zip(cyc, cyc_ref))
+        w = 0.4 if have_cyc else 0.7
+        b1 = a2.bar(x - (w / 2 if have_cyc else 0), pct, width=w, color=[colour(k, run.kernels) for k in cpu],
+                    label="instructions (hot loop, p50)")
+        for b, d in zip(b1, delta):
+            if d is not None:
+                a2.annotate(f"{d.value:+.0f}", (b.get_x() + b.get_width() / 2, b.get_height()), ha="center",
+                            va="bottom", fontsize=16)
+        if have_cyc:
+            cp = [(c.value / r.value - 1) * 100 for c, r in zip(cyc, cyc_ref)]
+            b2 = a2.bar(x + w / 2, cp, width=w, color=[colour(k, run.kernels) for k in cpu], hatch="//",
+                        alpha=0.55, label="est. cycles (cache model, batch, mean)")
+            for b, c, r in zip(b2, cyc, cyc_ref):
+                a2.annotate(f"{c.value - r.value:+.0f}", (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=16)
+        top = max(max(pct), TALK_MARKS[0][0])
+        for (y, text), ls in zip(TALK_MARKS, ("--", ":")):
+            a2.axhline(y, color="black", ls=ls, lw=2.5, label=text)
+        a2.set_ylim(min(0, min(pct)) * 1.2, top * 1.45)
+        a2.axhline(0, color="black", lw=1)
+        a2.set_xticks(x, cpu, rotation=35, ha="right")
+        a2.set_ylabel("overhead vs own off (%)")
+        a2.set_title(f"Order-0 alloc+free, {'kernel' if site else 'module'}-tag call site")
+        a2.set_xlabel("bar labels: added instructions" + (" / est. cycles" if have_cyc else ""), fontsize=18)
+        a2.legend(loc="upper right", fontsize=16)
+        fig.suptitle("Allocation profiling: tag index in page->flags vs page_ext")
+        _save(fig, out, "slide")
+    return Figure("slide", "micro", "slide", "The slide: memory per page and page allocation overhead")
 
 
 def generate(run: Run, out: Path | None = None) -> Path:
@@ -269,7 +346,8 @@ def generate(run: Run, out: Path | None = None) -> Path:
                 p.unlink()
     figures: list[Figure] = []
     with plt.rc_context(STYLE):
-        for f in (plot_memory(run, summary, out),
+        for f in (plot_slide(run, summary, out),
+                  plot_memory(run, summary, out),
                   *(plot_latency_overhead(run, summary, out, w) for w in ("micro", "micro-smp")),
                   plot_latency_distribution(run, summary, out, "micro"),
                   plot_throughput(run, summary, out)):

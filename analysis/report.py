@@ -527,6 +527,43 @@ def memory_table(rows: _Rows, run: Run) -> list[str]:
     return out
 
 
+def five_lines(rows: _Rows, run: Run, summary: Summary) -> list[str]:
+    """What the run shows, in five generated lines (none hard-coded)."""
+    out = []
+    mws = mem_workloads_from(rows)
+    if mws:
+        w = max(mws, key=lambda w: int(w[5:]))
+        parts = [f"{k} {num(rows.value(k, w, 'page_ext_bytes_per_page'), 2)} B"
+                 for k in ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed")
+                 if rows.value(k, w, "page_ext_bytes_per_page") is not None]
+        out.append(f"Memory for page tags per 4 KiB page ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
+    for site, prefix in (("kernel", KERNEL_SITE_PREFIX), ("module", "")):
+        m = f"{prefix}pages_o0_pair.p50"
+        parts = [f"{k} {signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "
+                 f"({signed(rows.value(k, 'micro', m + '.overhead'))})"
+                 for k in ("baseline", "baseline-nopf", "packed-nopf", "packed", "packed-ext16")
+                 if rows.value(k, "micro", m + ".delta") is not None]
+        if parts:
+            out.append(f"Order-0 alloc+free, {site} tag, instructions vs off (p50): " + ", ".join(parts) + ".")
+    m = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
+    parts = [f"{k} {signed(rows.value(k, 'micro', m + '.llc_miss.mean.delta'), 2, '')} LLC misses, "
+             f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles"
+             for k in ("baseline", "packed", "packed-ext16", "up-pageext", "up-compressed")
+             if rows.value(k, "micro", m + ".llc_miss.mean.delta") is not None]
+    if parts:
+        out.append("Cache model, batch of 64Ki order-0 pages, per alloc+free vs own off: " + "; ".join(parts) + ".")
+    m = f"{KERNEL_SITE_PREFIX}pages_o0_pair.p50.delta"
+    parts = [f"{k} {signed(rows.value(k, 'micro', m), 0, '')}" for k in ("up-nopf", "up-pageext", "up-compressed")
+             if rows.value(k, "micro", m) is not None]
+    if parts:
+        out.append("Upstream Linux 7.3, order-0 alloc+free vs up-off (instructions): " + ", ".join(parts) + ".")
+    flagged = sum(1 for w in summary.warnings if "disagree" in w)
+    out.append(f"{len(run.boots)} boots ok, {len(run.failed)} failed; "
+               f"{'no workload has' if not flagged else f'{flagged} workload(s) have'} metrics whose boots "
+               f"disagree{'' if not flagged else ' (see Warnings)'}.")
+    return out[:5] if len(out) <= 5 else out[:4] + out[-1:]
+
+
 def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     rows = _Rows(summary)
     L: list[str] = [f"# Allocation profiling overhead: run {run.run_id}", "",
@@ -535,6 +572,10 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
                     "`summary.csv` / `summary.json` beside this file.", ""]
     if run.relative_only:
         L += ["> **Relative only:** plain TCG wall clock; absolute times are not latencies.", ""]
+    slide = next((f for f in figures if f.kind == "slide"), None)
+    if slide:
+        L += [f"![{slide.title}]({slide.name}.png)", ""]
+    L += ["## Summary", ""] + [f"{i}. {ln}" for i, ln in enumerate(five_lines(rows, run, summary), 1)] + [""]
     L += ["## Run", ""] + run_facts(run)
     L += ["## What this timing mode can and cannot show", ""] + timing_text(run)
     L += ["## Kernels", ""] + kernel_table(run)
@@ -589,6 +630,8 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     if not figures:
         L += ["No figures: the run has no data to plot.", ""]
     for f in figures:
+        if f.kind == "slide":
+            continue
         L += [f"### {f.title}", "", f"![{f.title}]({f.name}.png)", "",
               figure_sentence(f, rows, run) + f" ([SVG]({f.name}.svg))", ""]
     for w in ("micro", "micro-smp"):

@@ -28,7 +28,7 @@ def generated(tmp_path_factory):
 
 def test_outputs_exist(generated):
     _, out, first = generated
-    for name in ("memory-overhead", "latency-overhead-micro", "latency-overhead-micro-smp",
+    for name in ("slide", "memory-overhead", "latency-overhead-micro", "latency-overhead-micro-smp",
                  "latency-distribution-micro", "throughput-relative"):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.svg").stat().st_size > 0
 
@@ -118,3 +118,17 @@ def test_memory_plot_shows_memfree_not_memtotal(tmp_path, monkeypatch):
     right = panels[1]
     assert right["baseline", "8192 MiB"] == pytest.approx((-2200 - 16384) / 1024)
     assert right["packed", "8192 MiB"] == pytest.approx(-2300 / 1024)
+
+
+def test_report_opens_with_slide_and_computed_summary(generated):
+    _, out, first = generated
+    md = first["report.md"].decode()
+    head = md.split("## Run", 1)[0]
+    assert "![The slide" in head and "## Summary" in head
+    # kernel-tag pair: off 1515+... baseline 1.4x -> +606 instructions, +40.0%
+    assert "baseline +606 (+40.0%)" in head and "packed +106 (+7.0%)" in head
+    assert "packed-ext16 2.06 B" in head
+    import struct
+    png = first["slide.png"]
+    w, h = struct.unpack(">II", png[16:24])
+    assert (w, h) == (1600, 900)  # 16:9
