@@ -77,7 +77,7 @@ bench-all: bench
 	@$(MAKE) --no-print-directory plots RUN=$$(ls -1d results/*/ 2>/dev/null | tail -n1 | xargs -r basename)
 
 plots:
-	@$(PYTHON) -m analysis.plots $(if $(RUN),results/$(RUN),results)
+	@$(PYTHON) -m analysis.plots $(if $(filter tcg,$(TIMING)),--allow-tcg) $(if $(RUN),results/$(RUN),results)
 
 compare:
 	@test -n "$(A)" -a -n "$(B)" || { echo "error: usage: make compare A=<run-id> B=<run-id>" >&2; exit 1; }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -22,9 +23,6 @@ PEER_REFERENCE = "up-off"
 # Kernel labels playing the same role in each tree: (6.12 label, peer label).
 PEER_ROLES = {"off": PEER_REFERENCE, "baseline": "up-pageext", "baseline-nopf": "up-nopf"}
 TIMINGS = ("icount", "kvm", "tcg")
-# Guest job run by each workload (bench/workloads/<name>.conf, JOB=).
-WORKLOAD_JOBS = {"micro": "micro", "micro-smp": "micro", "stress": "stress",
-                 "fio": "fio", "mem": "mem"}
 
 T = TypeVar("T")
 
@@ -79,7 +77,6 @@ class BootData:
     report: parse.PageRefsReport | None
     meminfo_boot: dict[str, int]
     bench: list[parse.BenchLine] = field(default_factory=list)
-    bench_settings: dict[str, str] = field(default_factory=dict)
     stress: dict[str, StressorResult] = field(default_factory=dict)
     fio: FioResult | None = None
     meminfo: dict[str, int] | None = None
@@ -117,9 +114,6 @@ class Run:
     def relative_only(self) -> bool:
         """Plain TCG wall clock: only ratios between kernels mean anything."""
         return self.timing == "tcg"
-
-    def workloads(self) -> list[str]:
-        return sorted({b.boot.workload for b in self.boots})
 
     def deterministic(self, workload: str) -> bool:
         """icount with one vCPU replays the same instruction stream: boots of
@@ -283,9 +277,11 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
                  page_ext_allocated=r.parsed("dmesg.txt", parse.page_ext_allocated))
     if r.exists("allocinfo.txt"):  # only where /proc/allocinfo exists
         d.allocinfo = r.parsed("allocinfo.txt", parse.allocinfo)
-    job = WORKLOAD_JOBS.get(b.workload)
+    # The guest job the boot ran, from its own kernel command line.
+    m = re.search(r"\bjob=(\S+)", r.text("cmdline"))
+    job = m.group(1) if m else None
     if job == "micro":
-        d.bench_settings, d.bench = r.parsed("alloc_bench.csv", parse.alloc_bench)
+        _, d.bench = r.parsed("alloc_bench.csv", parse.alloc_bench)
         if not d.bench:
             raise AnalysisError(f"{r.path('alloc_bench.csv')}: no measurements")
         cs = _Boot(r.result.parent, b.id)

@@ -77,15 +77,6 @@ def _interval_label(run: Run, workload: str) -> str:
     return "error bars: min..max over boots" if run.deterministic(workload) else "error bars: 95% bootstrap CI"
 
 
-class _Index:
-    def __init__(self, summary: Summary):
-        self.by = {(r.kernel, r.workload, r.metric): r for r in summary.rows}
-
-    def get(self, k: str, w: str, m: str) -> Row | None:
-        r = self.by.get((k, w, m))
-        return r if r is not None and r.value is not None else None
-
-
 def _bars(ax, cats: list[str], kernels: list[str], get, run: Run, horizontal: bool) -> None:
     n = max(len(kernels), 1)
     width = 0.8 / n
@@ -115,19 +106,19 @@ def _legend(ax) -> None:
 
 
 def plot_memory(run: Run, summary: Summary, out: Path) -> Figure | None:
-    idx = _Index(summary)
-    ws = report.mem_workloads_from(report._Rows(summary))
+    idx = summary
+    ws = report.mem_workloads_from(summary)
     if not ws:
         return None
     cats = [f"{w[5:]} MiB" for w in ws]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 7), layout="constrained")
-    _bars(a1, cats, run.kernels, lambda k, c: idx.get(k, ws[cats.index(c)], "page_ext_pct_ram"), run, False)
+    _bars(a1, cats, run.kernels, lambda k, c: idx.valid(k, ws[cats.index(c)], "page_ext_pct_ram"), run, False)
     a1.set_ylabel("page_ext memory for tags (% of RAM)")
     a1.set_title("Page tag reference storage (labels: bytes/page)")
     for i, k in enumerate(run.kernels):  # annotate bytes per page
         for j, w in enumerate(ws):
-            r = idx.get(k, w, "page_ext_bytes_per_entry")
-            pr = idx.get(k, w, "page_ext_pct_ram")
+            r = idx.valid(k, w, "page_ext_bytes_per_entry")
+            pr = idx.valid(k, w, "page_ext_pct_ram")
             if r is not None and pr is not None:
                 n = len(run.kernels)
                 x = j + (i - (n - 1) / 2) * (0.8 / n)
@@ -135,7 +126,7 @@ def plot_memory(run: Run, summary: Summary, out: Path) -> Figure | None:
     ks = [k for k in run.kernels if k != REFERENCE]
     # MemFree, not MemTotal: page_ext is allocated after MemTotal is fixed,
     # so only MemFree shows it (MemTotal moves with the kernel image).
-    _bars(a2, cats, ks, lambda k, c: _scaled(idx.get(k, ws[cats.index(c)], "memfree_kb.delta"), 1 / 1024),
+    _bars(a2, cats, ks, lambda k, c: _scaled(idx.valid(k, ws[cats.index(c)], "memfree_kb.delta"), 1 / 1024),
           run, False)
     a2.axhline(0, color="black", lw=1)
     a2.set_ylabel("MemFree after boot vs own off (MiB)")
@@ -159,11 +150,11 @@ def _scaled(r: Row | None, f: float) -> Row | None:
 
 
 def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figure | None:
-    idx = _Index(summary)
+    idx = summary
     ops = op_order(run, w)
     ks = [k for k in run.kernels if k != REFERENCE]
     panels = [(kind, [o for o in ops if o.endswith(f"_{kind}")]) for kind in ("alloc", "free")]
-    panels = [(kind, os) for kind, os in panels if os and any(idx.get(k, w, f"{o}.p50.overhead")
+    panels = [(kind, os) for kind, os in panels if os and any(idx.valid(k, w, f"{o}.p50.overhead")
                                                               for o in os for k in ks)]
     if not panels or not ks:
         return None
@@ -171,7 +162,7 @@ def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figu
     fig, axes = plt.subplots(1, len(panels), figsize=(9 * len(panels), 2 + nmax * (0.25 + 0.18 * len(ks))),
                              layout="constrained", squeeze=False)
     for ax, (kind, os) in zip(axes[0], panels):
-        _bars(ax, os, ks, lambda k, o: idx.get(k, w, f"{o}.p50.overhead"), run, True)
+        _bars(ax, os, ks, lambda k, o: idx.valid(k, w, f"{o}.p50.overhead"), run, True)
         ax.axvline(0, color="black", lw=1)
         ax.set_xlabel("p50 latency overhead vs off (%)")
         ax.set_title(f"{kind} ({_interval_label(run, w)})", fontsize=15)
@@ -184,9 +175,9 @@ def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figu
 
 
 def plot_latency_distribution(run: Run, summary: Summary, out: Path, w: str) -> Figure | None:
-    idx = _Index(summary)
+    idx = summary
     ops = [o for o in op_order(run, w) if not o.startswith("parallel.")]
-    ops = [o for o in ops if any(idx.get(k, w, f"{o}.p50") for k in run.kernels)]
+    ops = [o for o in ops if any(idx.valid(k, w, f"{o}.p50") for k in run.kernels)]
     if not ops:
         return None
     ncol = min(5, len(ops))
@@ -196,7 +187,7 @@ def plot_latency_distribution(run: Run, summary: Summary, out: Path, w: str) -> 
     for ax, o in zip(axes.flat, ops):
         stats_, cols = [], []
         for k in run.kernels:
-            g = {f: idx.get(k, w, f"{o}.{f}") for f in ("min", "p50", "p90", "p99", "mean")}
+            g = {f: idx.valid(k, w, f"{o}.{f}") for f in ("min", "p50", "p90", "p99", "mean")}
             if g["p50"] is None or any(v is None for v in g.values()):
                 continue
             v = {f: r.value for f, r in g.items()}
@@ -224,7 +215,7 @@ def plot_latency_distribution(run: Run, summary: Summary, out: Path, w: str) -> 
 
 
 def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
-    idx = _Index(summary)
+    idx = summary
     cats: list[tuple[str, str, str]] = []  # label, workload, metric
     for s in sorted({r.metric.split(".")[0] for r in summary.rows
                      if r.workload == "stress" and r.metric.endswith(".bogo_ops_per_s.rel")}):
@@ -239,9 +230,9 @@ def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
     fig, ax = plt.subplots(figsize=(max(10, 1.2 * len(cats) * max(len(ks), 2) / 2 + 4), 7),
                            layout="constrained")
     by = {c[0]: c for c in cats}
-    _bars(ax, labels, ks, lambda k, lab: idx.get(k, by[lab][1], by[lab][2]), run, False)
+    _bars(ax, labels, ks, lambda k, lab: idx.valid(k, by[lab][1], by[lab][2]), run, False)
     ax.axhline(1.0, color="black", lw=1)
-    vals = [r.value for c in cats for k in ks if (r := idx.get(k, c[1], c[2])) is not None]
+    vals = [r.value for c in cats for k in ks if (r := idx.valid(k, c[1], c[2])) is not None]
     if vals:
         lo, hi = min(vals + [1.0]), max(vals + [1.0])
         pad = max((hi - lo) * 0.3, 0.02)
@@ -268,28 +259,28 @@ TALK_MARKS = ((40.0, "talk: page allocation, page_ext refs +40%"),
               (7.0, "talk: refs in page flags +7% (slab +7%)"))
 
 
-def _slide_mem_workload(idx: _Index, ws: list[str]) -> str | None:
-    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.get("off", w, "page_ext_bytes_per_page")),
+def _slide_mem_workload(idx: Summary, ws: list[str]) -> str | None:
+    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.valid("off", w, "page_ext_bytes_per_page")),
                 None)
 
 
 def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
     """The one figure for a slide: memory per page and the order-0 pair
     overhead, with the talk's figures as reference marks."""
-    idx = _Index(summary)
-    ws = report.mem_workloads_from(report._Rows(summary))
+    idx = summary
+    ws = report.mem_workloads_from(summary)
     mw = _slide_mem_workload(idx, ws) if ws else None
-    site = "ksite_" if any(idx.get(k, "micro", "ksite_pages_o0_pair.p50.overhead") for k in run.kernels) else ""
+    site = "ksite_" if any(idx.valid(k, "micro", "ksite_pages_o0_pair.p50.overhead") for k in run.kernels) else ""
     pair = f"{site}pages_o0_pair.p50"
-    cpu = [k for k in SLIDE_CPU if idx.get(k, "micro", pair + ".overhead")]
+    cpu = [k for k in SLIDE_CPU if idx.valid(k, "micro", pair + ".overhead")]
     if not cpu:
         return None
     with plt.rc_context(SLIDE_STYLE):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 9), layout="constrained",
                                      gridspec_kw={"width_ratios": [2, 3]})
-        mem = [k for k in SLIDE_MEM if mw and idx.get(k, mw, "page_ext_bytes_per_page")] if mw else []
+        mem = [k for k in SLIDE_MEM if mw and idx.valid(k, mw, "page_ext_bytes_per_page")] if mw else []
         if mem:
-            vals = [idx.get(k, mw, "page_ext_bytes_per_page").value for k in mem]
+            vals = [idx.valid(k, mw, "page_ext_bytes_per_page").value for k in mem]
             bars = a1.bar(range(len(mem)), vals, color=[colour(k, run.kernels) for k in mem])
             for b, v in zip(bars, vals):
                 a1.annotate(f"{v:.2f} B", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom")
@@ -301,11 +292,11 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
         a1.set_ylabel("tag memory, bytes per 4 KiB page")
         a1.set_title(f"Memory ({mw[5:]} MiB guest)" if mw else "Memory (not measured)")
         x = np.arange(len(cpu))
-        pct = [idx.get(k, "micro", pair + ".overhead").value for k in cpu]
-        delta = [idx.get(k, "micro", pair + ".delta") for k in cpu]
+        pct = [idx.valid(k, "micro", pair + ".overhead").value for k in cpu]
+        delta = [idx.valid(k, "micro", pair + ".delta") for k in cpu]
         cyc_m = f"cache.{site}pages_o0_batch_pair.est_cycles.mean"
-        cyc = [idx.get(k, "micro", cyc_m) for k in cpu]
-        cyc_ref = [idx.get(run.ref(k), "micro", cyc_m) for k in cpu]
+        cyc = [idx.valid(k, "micro", cyc_m) for k in cpu]
+        cyc_ref = [idx.valid(run.ref(k), "micro", cyc_m) for k in cpu]
         have_cyc = all(c is not None and r is not None and r.value > 0 for c, r in zip(cyc, cyc_ref))
         w = 0.4 if have_cyc else 0.7
         b1 = a2.bar(x - (w / 2 if have_cyc else 0), pct, width=w, color=[colour(k, run.kernels) for k in cpu],

@@ -62,20 +62,6 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 # --- lookups ----------------------------------------------------------------
 
-class _Rows:
-    def __init__(self, summary: Summary):
-        self.by = {(r.kernel, r.workload, r.metric): r for r in summary.rows}
-        self.rows = summary.rows
-
-    def get(self, k: str, w: str, m: str) -> Row | None:
-        return self.by.get((k, w, m))
-
-    def value(self, k: str, w: str, m: str) -> float | None:
-        r = self.get(k, w, m)
-        return None if r is None else r.value
-
-    def workload_rows(self, w: str, suffix: str) -> list[Row]:
-        return [r for r in self.rows if r.workload == w and r.metric.endswith(suffix) and r.value is not None]
 
 
 def op_order(run: Run, workload: str) -> list[str]:
@@ -105,7 +91,7 @@ def page_modes(run: Run) -> dict[str, str]:
 
 # --- figure sentences -----------------------------------------------------------
 
-def _sentence_memory(rows: _Rows, run: Run) -> str:
+def _sentence_memory(rows: Summary, run: Run) -> str:
     parts = []
     for w in mem_workloads_from(rows):
         vals = [(r.value, r.kernel) for k in run.kernels
@@ -124,12 +110,12 @@ def _sentence_memory(rows: _Rows, run: Run) -> str:
     return ("Page_ext memory owned by tagging: " + "; ".join(parts) + ".")
 
 
-def mem_workloads_from(rows: _Rows) -> list[str]:
+def mem_workloads_from(rows: Summary) -> list[str]:
     ws = {r.workload for r in rows.rows if r.workload.startswith("mem-m")}
     return sorted(ws, key=lambda w: int(w[5:]) if w[5:].isdigit() else 0)
 
 
-def _sentence_latency(rows: _Rows, run: Run, w: str) -> str:
+def _sentence_latency(rows: Summary, run: Run, w: str) -> str:
     ov = [r for r in rows.workload_rows(w, ".p50.overhead")]
     if not ov:
         return "No latency overheads could be computed."
@@ -144,7 +130,7 @@ def _sentence_latency(rows: _Rows, run: Run, w: str) -> str:
             f"{len({r.metric for r in ov})} operations: " + ", ".join(per_k) + ".")
 
 
-def _sentence_distribution(rows: _Rows, run: Run, w: str) -> str:
+def _sentence_distribution(rows: Summary, run: Run, w: str) -> str:
     best = None
     for r in rows.workload_rows(w, ".p99"):
         p50 = rows.value(r.kernel, w, r.metric[:-4] + ".p50")
@@ -158,7 +144,7 @@ def _sentence_distribution(rows: _Rows, run: Run, w: str) -> str:
             f"{num(best[0], 2)}x its p50{det}.")
 
 
-def _sentence_throughput(rows: _Rows, run: Run) -> str:
+def _sentence_throughput(rows: Summary, run: Run) -> str:
     rel = [r for r in rows.rows if r.value is not None and (
         (r.workload == "stress" and r.metric.endswith(".bogo_ops_per_s.rel"))
         or (r.workload == "fio" and r.metric in ("read_bw.rel", "write_bw.rel")))]
@@ -176,7 +162,7 @@ def _sentence_throughput(rows: _Rows, run: Run) -> str:
             f"highest: {hi.kernel} on {name(hi)} ({num(hi.value, 3)}x).")
 
 
-def figure_sentence(fig: Figure, rows: _Rows, run: Run) -> str:
+def figure_sentence(fig: Figure, rows: Summary, run: Run) -> str:
     if fig.kind == "memory":
         return _sentence_memory(rows, run)
     if fig.kind == "latency-overhead":
@@ -238,7 +224,7 @@ def run_facts(run: Run) -> list[str]:
         ["Kernels", ", ".join(run.kernels)],
         ["Host CPU", f"{h.get('cpu') or 'unknown'} ({h.get('cpus', '?')} CPUs)"],
         ["Host memory", f"{h.get('mem_kb', '?')} kB"], ["Host kernel", str(h.get("kernel") or "unknown")],
-        ["QEMU", qemu], ["KVM verdict", str(h.get("kvm_verdict") or "none recorded")],
+        ["QEMU", qemu], ["KVM verdict", " ".join(str(h.get("kvm_verdict") or "none recorded").split())],
         ["Boots", f"{len(run.boots)} ok, {len(run.failed)} failed"],
     ]
     return table(["Fact", "Value"], facts)
@@ -260,7 +246,7 @@ def kernel_table(run: Run) -> list[str]:
                   "Config hash", "Series hash", "Compiler"], rows)
 
 
-def talk_table(rows: _Rows, run: Run) -> list[str]:
+def talk_table(rows: Summary, run: Run) -> list[str]:
     tag = " (tcg: relative only)" if run.relative_only else ""
 
     def micro(k: str, op: str) -> tuple[str, str]:
@@ -291,7 +277,7 @@ def talk_table(rows: _Rows, run: Run) -> list[str]:
     return table(["Figure", "LSFMM 2024 talk", "This run", "Row (kernel / workload / metric)"], body)
 
 
-def micro_table(rows: _Rows, run: Run, w: str) -> list[str]:
+def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
     ks = [k for k in run.kernels if k != REFERENCE]
     body = []
     for op in op_order(run, w):
@@ -307,7 +293,7 @@ SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
 PACKED, PACKED_EXT16, PACKED_NOPF = "packed", "packed-ext16", "packed-nopf"
 
 
-def fastpath_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Absolute p50 instruction deltas per op and phase, vs off and vs nopf."""
     ks = [k for k in run.kernels if k != REFERENCE]
     body = []
@@ -332,7 +318,7 @@ def fastpath_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
     return table(head, body)
 
 
-def fastpath_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """The fast-path targets, computed from this run (reported, not asserted)."""
     def d(k: str, m: str, kind: str = ".delta") -> float | None:
         return rows.value(k, w, m + kind)
@@ -401,7 +387,7 @@ def cache_params_text(run: Run) -> str:
     return ""
 
 
-def cache_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+def cache_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Per kernel: LLC misses and estimated cycles per op (mean), and the
     difference to the kernel's own off, for hot and batch patterns."""
     body = []
@@ -429,7 +415,7 @@ def cache_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
     return table(["Operation", "Call site", "Pattern", "Phase"] + run.kernels, body)
 
 
-def cache_targets(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     checks = []
     for prefix, site in SITES:
         m = f"cache.{prefix}pages_o0_batch_pair"
@@ -457,7 +443,7 @@ PEER_PAIRS = (("baseline-nopf", "up-nopf", "profiling compiled in, off"),
               ("packed-ext16", None, "16-bit page_ext references"))
 
 
-def peer_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
+def peer_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Ours next to upstream's, each against its own tree's off."""
     if not any(run.tree(k) == "up" for k in run.kernels):
         return []
@@ -490,14 +476,14 @@ def peer_table(rows: _Rows, run: Run, w: str = "micro") -> list[str]:
     return table(head, body)
 
 
-def rows_unit(rows: _Rows, w: str) -> str:
+def rows_unit(rows: Summary, w: str) -> str:
     for r in rows.rows:
         if r.workload == w and r.metric.endswith(".p50"):
             return r.unit
     return "?"
 
 
-def macro_table(rows: _Rows, run: Run, w: str, metrics: list[tuple[str, str]]) -> list[str]:
+def macro_table(rows: Summary, run: Run, w: str, metrics: list[tuple[str, str]]) -> list[str]:
     ks = [k for k in run.kernels if k != REFERENCE]
     body = []
     for metric, label in metrics:
@@ -509,7 +495,7 @@ def macro_table(rows: _Rows, run: Run, w: str, metrics: list[tuple[str, str]]) -
     return table(["Metric", "off"] + ks, body)
 
 
-def memory_table(rows: _Rows, run: Run) -> list[str]:
+def memory_table(rows: Summary, run: Run) -> list[str]:
     out: list[str] = []
     for w in mem_workloads_from(rows):
         body = []
@@ -527,7 +513,7 @@ def memory_table(rows: _Rows, run: Run) -> list[str]:
     return out
 
 
-def five_lines(rows: _Rows, run: Run, summary: Summary) -> list[str]:
+def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     """What the run shows, in five generated lines (none hard-coded)."""
     out = []
     mws = mem_workloads_from(rows)
@@ -565,7 +551,7 @@ def five_lines(rows: _Rows, run: Run, summary: Summary) -> list[str]:
 
 
 def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
-    rows = _Rows(summary)
+    rows = summary
     L: list[str] = [f"# Allocation profiling overhead: run {run.run_id}", "",
                     "Generated by `analysis/plots.py` from the raw files of this run; do not edit. "
                     "All overheads are relative to the `off` kernel (no profiling). Numbers are in "

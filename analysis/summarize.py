@@ -17,6 +17,7 @@ import io
 import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 
 from analysis import stats
@@ -79,11 +80,25 @@ class Summary:
     warnings: list[str]
     facts: dict
 
+    @cached_property
+    def _by(self) -> dict[tuple[str, str, str], Row]:
+        return {(r.kernel, r.workload, r.metric): r for r in self.rows}
+
     def get(self, kernel: str, workload: str, metric: str) -> Row | None:
-        for r in self.rows:
-            if (r.kernel, r.workload, r.metric) == (kernel, workload, metric):
-                return r
-        return None
+        """The row of (kernel, workload, metric), value or not."""
+        return self._by.get((kernel, workload, metric))
+
+    def valid(self, kernel: str, workload: str, metric: str) -> Row | None:
+        """The row if it has a value."""
+        r = self.get(kernel, workload, metric)
+        return r if r is not None and r.value is not None else None
+
+    def value(self, kernel: str, workload: str, metric: str) -> float | None:
+        r = self.get(kernel, workload, metric)
+        return None if r is None else r.value
+
+    def workload_rows(self, w: str, suffix: str) -> list[Row]:
+        return [r for r in self.rows if r.workload == w and r.metric.endswith(suffix) and r.value is not None]
 
 
 # --- units --------------------------------------------------------------------
@@ -96,7 +111,7 @@ def time_unit(run: Run, base: str) -> str:
     """A guest time unit: under icount guest time counts instructions."""
     if run.timing == "icount":
         per = {"s": "1e9", "ms": "1e6", "msec": "1e6"}.get(base)
-        return f"virtual {base} ({per} instructions)" if per else f"virtual {base}"
+        return f"virtual {base} (1 {base} = {per} instructions)" if per else f"virtual {base}"
     return f"{base} (tcg, relative only)" if run.relative_only else base
 
 

@@ -143,6 +143,13 @@ def alloc_bench(text: str) -> tuple[dict[str, str], list[BenchLine]]:
             out.append(BenchLine(parts[0], *map(int, parts[1:])))
         except ValueError as e:
             raise ParseError(f"malformed alloc_bench line: {ln!r}") from e
+    # A clock that does not advance gives latencies of 0: a broken
+    # measurement, never a result (one vCPU under TCG without tsc=reliable).
+    if settings.get("clock_cost") == "0":
+        raise ParseError("alloc_bench clock_cost=0: the guest clock did not advance between reads")
+    zero = [ln.op for ln in out if ln.p50 <= 0]
+    if zero:
+        raise ParseError(f"alloc_bench p50 of 0 for {', '.join(zero[:4])}: the guest clock is too coarse")
     return settings, out
 
 

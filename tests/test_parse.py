@@ -107,3 +107,14 @@ def test_result_channel_detects_truncation_and_corruption(tmp_path, corrupt, sta
     assert r.stdout.strip() == status
     assert (r.returncode == 0) == (status == "ok")
     assert (d / "result" / "job.rc").exists() == (status == "ok")
+
+
+def test_alloc_bench_zero_clock_or_zero_latency_is_an_error():
+    ok = ("# samples=100 warmup=0 clock_cost=44 cpus=1 batch=0\n"
+          "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n"
+          "pages_o0_alloc,-1,100,480,486,486,486,486,490,0\n# end\n")
+    assert parse.alloc_bench(ok)[1][0].p50 == 486
+    with pytest.raises(parse.ParseError, match="clock_cost=0"):
+        parse.alloc_bench(ok.replace("clock_cost=44", "clock_cost=0"))
+    with pytest.raises(parse.ParseError, match="p50 of 0 for pages_o0_alloc"):
+        parse.alloc_bench(ok.replace("480,486,486,486,486,490", "0,0,0,0,0,999848"))

@@ -178,7 +178,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
 def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: float,
                 jitter: bool = True) -> None:
     res.mkdir(parents=True)
+    job = "micro" if w.startswith("micro") else w
     files = {"job.rc": "0\n", "dmesg.txt": _dmesg(k, m),
+             "cmdline": f"console=ttyS0 panic=-1 quiet tsc=reliable nokaslr job={job} {CMDLINE.get(k, '')}\n",
              "meminfo-boot.txt": _meminfo(memtotal(k, m), memtotal(k, m) - 50000)}
     if k != "off":
         files["allocinfo.txt"] = _allocinfo(k)
