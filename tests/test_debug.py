@@ -16,3 +16,22 @@ def test_debug_kernel_runs_stress_ng_without_warnings():
     assert parse.page_refs_report(b.dmesg).mode == "flags"
     bad = parse.warnings(b.dmesg)
     assert not bad, "\n".join(bad[:20])
+
+
+def test_page_ext16_next_to_page_owner_and_page_table_check():
+    """A 2-byte page_ext client before page_owner's u64s and page_table_check's
+    atomic_t: with misaligned page_ext data, x86 split-lock detection or
+    lockdep/KASAN-free debug checks fire under page-table-heavy stress."""
+    b = boot("debug-ext16-owner", "packed-debug", job="stress", append=QUICK_STRESS +
+             " alloc_tag.page_refs=page_ext16 page_owner=on page_table_check=on",
+             smp=2, tools=True, timeout=1500)
+    assert b.ok, b.why()
+    rcs = [ln.split() for ln in b.file("stress-rc.txt").splitlines()]
+    assert len(rcs) == 6 and all(r[1] == "0" for r in rcs), rcs
+    rep = parse.page_refs_report(b.dmesg)
+    assert rep.mode == "page_ext16", rep
+    # page_ext grew by page_owner and page_table_check: the entry is larger
+    # than the tag index alone
+    assert rep.page_ext_bytes > 2 * rep.page_ext_pages, rep
+    bad = parse.warnings(b.dmesg)
+    assert not bad, "\n".join(bad[:20])
