@@ -357,6 +357,30 @@ def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
                  [[t, num(v, 0), "yes" if ok else "**no**"] for t, v, ok in checks])
 
 
+def window_insns_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    """Instructions inside the plugin's window around the allocator call
+    (p50): the same op as the clock-timed rows without the clock reads and
+    the benchmark's own dispatch code, which is compiled per kernel."""
+    ks = [k for k in run.kernels if k != run.ref(k)]
+    body = []
+    for prefix, site in SITES:
+        for phase in ("alloc", "free", "pair"):
+            m = f"cache.{prefix}pages_o0_{phase}.insns.{'mean' if phase == 'pair' else 'p50'}"
+            ref = rows.value(REFERENCE, w, m)
+            if ref is None:
+                continue
+            cells = []
+            for k in ks:
+                d, dn = rows.value(k, w, m + ".delta"), rows.value(k, w, m + ".delta_nopf")
+                cells.append(signed(d, 0, "") if dn is None or k == NOPF else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
+            body.append([f"order-0 page, {site}", phase, num(ref, 0)] + cells)
+    if not body:
+        return []
+    return table(["Operation", "Phase", "off (instructions)"]
+                 + [f"{k} vs own off" + ("" if k == NOPF or run.tree(k) == "up" else " / vs nopf") for k in ks],
+                 body)
+
+
 def static_insns_table(run: Run) -> list[str]:
     """bench/fastpath-insns as recorded at the start of the run, if it was."""
     p = run.path / "fastpath-insns.csv"
@@ -585,6 +609,12 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "allocate in the benchmark module, kernel-tag ops through `CONFIG_TEST_ALLOC_SITES` "
               "call sites in the kernel image.", ""] + fp
         L += ["Targets of the fast-path work, computed from the rows above:", ""] + fastpath_targets(rows, run)
+    wt = window_insns_table(rows, run)
+    if wt:
+        L += ["Instructions inside the cache-model window around the allocator call (plugin, p50; the "
+              "pair is alloc + free means): the clock-timed rows above also count the clock reads and "
+              "the benchmark's dispatch code, which is compiled against each kernel and so differs by a "
+              "few instructions.", ""] + wt
     st = static_insns_table(run)
     if st:
         L += ["Static instruction counts of the hot functions in each vmlinux (`bench/fastpath-insns`, "

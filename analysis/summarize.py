@@ -53,8 +53,10 @@ REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_
 REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
 KERNEL_SITE_PREFIX = "ksite_"
 BOOTS_DISAGREE = "boots disagree (not deterministic)"
-CACHE_REPORTED = ("l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
+CACHE_REPORTED = ("insns", "l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
 CACHE_PARAM_KEYS = ("l1", "l2", "llc", "pen_l2", "pen_llc", "pen_mem")
+CACHE_UNITS = {"insns": "instructions", "l1_miss": "misses", "l2_miss": "misses", "llc_miss": "misses",
+               "lines": "lines", "est_cycles": "cycles (model)"}
 REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
 
 
@@ -183,7 +185,7 @@ class _Collector:
                 st = per.get(m)
                 if st is None:
                     continue
-                unit = "cycles (model)" if m == "est_cycles" else ("lines" if m == "lines" else "misses")
+                unit = CACHE_UNITS[m]
                 for f in ("p50", "mean"):
                     self.add(d, w, f"cache.{name}.{m}.{f}",
                              MetricDef(unit, False, ("delta", "delta_nopf"), note), float(getattr(st, f)))
@@ -192,7 +194,7 @@ class _Collector:
         for key, phases in pairs.items():
             if set(phases) == {"alloc", "free"}:
                 m = key.rsplit(".", 1)[1]
-                unit = "cycles (model)" if m == "est_cycles" else ("lines" if m == "lines" else "misses")
+                unit = CACHE_UNITS[m]
                 self.add(d, w, f"cache.{key}.mean",
                          MetricDef(unit, False, ("delta", "delta_nopf"), note + "; alloc mean + free mean"),
                          phases["alloc"] + phases["free"])
