@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import report, summarize  # noqa: E402
-from analysis.load import REFERENCE, AnalysisError, Run, load_run, resolve_run_dir  # noqa: E402
+from analysis.load import AnalysisError, Run, load_run, resolve_run_dir  # noqa: E402
 from analysis.report import Figure, op_order  # noqa: E402
 from analysis.summarize import Row, Summary  # noqa: E402
 
@@ -123,7 +123,7 @@ def plot_memory(run: Run, summary: Summary, out: Path) -> Figure | None:
                 n = len(run.kernels)
                 x = j + (i - (n - 1) / 2) * (0.8 / n)
                 a1.annotate(f"{r.value:g} B", (x, pr.value), ha="center", va="bottom", fontsize=12)
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     # MemFree, not MemTotal: page_ext is allocated after MemTotal is fixed,
     # so only MemFree shows it (MemTotal moves with the kernel image).
     _bars(a2, cats, ks, lambda k, c: _scaled(idx.valid(k, ws[cats.index(c)], "memfree_kb.delta"), 1 / 1024),
@@ -152,7 +152,7 @@ def _scaled(r: Row | None, f: float) -> Row | None:
 def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figure | None:
     idx = summary
     ops = op_order(run, w)
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     panels = [(kind, [o for o in ops if o.endswith(f"_{kind}")]) for kind in ("alloc", "free")]
     panels = [(kind, os) for kind, os in panels if os and any(idx.valid(k, w, f"{o}.p50.overhead")
                                                               for o in os for k in ks)]
@@ -223,7 +223,7 @@ def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
     for m, label in (("read_bw.rel", "fio read bw"), ("write_bw.rel", "fio write bw")):
         if any(r.workload == "fio" and r.metric == m for r in summary.rows):
             cats.append((label, "fio", m))
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     if not cats or not ks:
         return None
     labels = [c[0] for c in cats]

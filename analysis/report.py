@@ -278,7 +278,7 @@ def talk_table(rows: Summary, run: Run) -> list[str]:
 
 
 def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     body = []
     for op in op_order(run, w):
         ref = rows.get(REFERENCE, w, f"{op}.p50")
@@ -295,7 +295,7 @@ PACKED, PACKED_EXT16, PACKED_NOPF = "packed", "packed-ext16", "packed-nopf"
 
 def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Absolute p50 instruction deltas per op and phase, vs off and vs nopf."""
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     body = []
     for op, label in FASTPATH_OPS:
         for prefix, site in SITES:
@@ -508,7 +508,7 @@ def rows_unit(rows: Summary, w: str) -> str:
 
 
 def macro_table(rows: Summary, run: Run, w: str, metrics: list[tuple[str, str]]) -> list[str]:
-    ks = [k for k in run.kernels if k != REFERENCE]
+    ks = [k for k in run.kernels if k != run.ref(k)]
     body = []
     for metric, label in metrics:
         ref = rows.get(REFERENCE, w, metric.rsplit(".", 1)[0])
@@ -528,8 +528,8 @@ def memory_table(rows: Summary, run: Run) -> list[str]:
             body.append([k, v("page_ext_bytes", 0), v("page_ext_bytes_per_page", 2), v("page_ext_pct_ram", 3),
                          num((rows.value(k, w, "page_ext_bytes_per_tib") or 0) / (1 << 30), 2)
                          if rows.value(k, w, "page_ext_bytes_per_tib") is not None else "n/a",
-                         signed(rows.value(k, w, "memtotal_kb.delta"), 0, " kB") if k != REFERENCE else "-",
-                         signed(rows.value(k, w, "memfree_kb.delta"), 0, " kB") if k != REFERENCE else "-",
+                         signed(rows.value(k, w, "memtotal_kb.delta"), 0, " kB") if k != run.ref(k) else "-",
+                         signed(rows.value(k, w, "memfree_kb.delta"), 0, " kB") if k != run.ref(k) else "-",
                          v("allocinfo_bytes", 0), v("allocinfo_lines", 0)])
         out += [f"Guest RAM {w[5:]} MiB:", ""]
         out += table(["Kernel", "page_ext bytes", "bytes / 4 KiB page", "% of RAM", "GiB per TiB RAM",

@@ -15,24 +15,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 KERNELS = ("off", "baseline", "baseline-nopf", "packed", "packed-ext16")
-VARIANT = {"off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
+# The upstream peer (tree "up"): its absolute counts are 20% higher than
+# 6.12's, so any comparison across trees gives wrong overheads.
+PEER_KERNELS = ("up-off", "up-pageext", "up-compressed")
+TREE_SCALE = {"up-off": 1.2, "up-pageext": 1.2, "up-compressed": 1.2}
+VARIANT = {"up-off": "up-off", "up-pageext": "up", "up-compressed": "up",
+           "off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
            "packed": "packed", "packed-ext16": "packed"}
-CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16"}
+CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16",
+           "up-pageext": "sysctl.vm.mem_profiling=1", "up-compressed": "sysctl.vm.mem_profiling=1,compressed"}
 OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
 KINDS = ("alloc", "free", "pair")
-STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16}  # bench/fastpath-insns deltas
-PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2}
-SLAB_FACTOR = {"off": 1.0, "baseline": 1.07, "baseline-nopf": 1.01, "packed": 1.095, "packed-ext16": 1.05}
+STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16, "up-off": 0, "up": 30}  # bench/fastpath-insns deltas
+PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2,
+               "up-off": 1.0, "up-pageext": 1.3, "up-compressed": 1.1}
+SLAB_FACTOR = {"off": 1.0, "baseline": 1.07, "baseline-nopf": 1.01, "packed": 1.095, "packed-ext16": 1.05,
+               "up-off": 1.0, "up-pageext": 1.05, "up-compressed": 1.05}
 JITTER = (0, 2, 10, 3, 5)  # reps 3+: median differs from mean
 STRESSORS = {"vm": 2.0, "fork": 4.0}          # off wall-clock-time, seconds
-STRESS_FACTOR = {"off": 1.0, "baseline": 1.10, "baseline-nopf": 1.02, "packed": 1.03, "packed-ext16": 1.05}
+STRESS_FACTOR = {"off": 1.0, "baseline": 1.10, "baseline-nopf": 1.02, "packed": 1.03, "packed-ext16": 1.05,
+                 "up-off": 1.2, "up-pageext": 1.2 * 1.08, "up-compressed": 1.2 * 1.02}
 FIO_RUNTIME = 2000                              # off job_runtime, ms
 MEM_SIZES = (1024, 8192)
-EXT_BYTES = {"baseline": 8, "baseline-nopf": 8, "packed": 0, "packed-ext16": 2}
+EXT_BYTES = {"baseline": 8, "baseline-nopf": 8, "packed": 0, "packed-ext16": 2, "up-pageext": 8,
+             "up-compressed": 0}
 # The kernel image (code, tag sections, bss) grows on every profiling kernel
 # and lowers MemTotal; page_ext is allocated later and lowers only MemFree
 # (as measured: bss 600K off vs 2504K baseline; page_ext in MemFree).
-IMAGE_KB = {"off": 0, "baseline": 2200, "baseline-nopf": 2200, "packed": 2300, "packed-ext16": 2300}
+IMAGE_KB = {"off": 0, "baseline": 2200, "baseline-nopf": 2200, "packed": 2300, "packed-ext16": 2300,
+            "up-off": 100, "up-pageext": 2100, "up-compressed": 2100}
 
 
 def memtotal(kernel: str, mem_mb: int) -> int:
@@ -50,7 +61,7 @@ def factor(kernel: str, op: str) -> float:
 
 
 def p50(kernel: str, op: str, kind: str, rep: int, jitter: bool = True) -> int:
-    v = round(OPS[op] * factor(kernel, op))
+    v = round(OPS[op] * TREE_SCALE.get(kernel, 1.0) * factor(kernel, op))
     return {"alloc": v, "free": v // 2, "pair": v + v // 2}[kind] + (JITTER[rep - 1] if jitter else 0)
 
 
@@ -66,11 +77,13 @@ class Spec:
     data_of: dict[str, str] = field(default_factory=dict)  # label -> whose figures it gets
     scale: dict[str, float] = field(default_factory=dict)  # label -> extra latency factor
     jitter: bool = True  # False: boots of one kernel agree (micro latencies)
+    cache: bool = False  # write cache-model plugin output for micro boots
 
 
 def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) -> str:
-    out = ["# samples=1000 warmup=100 clock_cost=20 cpus=%d" % smp,
-           "op,cpu,count,min,p50,p90,p99,mean,max,outliers"]
+    out = ["# samples=1000 warmup=100 clock_cost=20 cpus=%d batch=65536" % smp]
+    out += [f"#label {i << 4} {op}" for i, op in enumerate(OPS)]
+    out += ["op,cpu,count,min,p50,p90,p99,mean,max,outliers"]
     cpus = [-1] + ([1000 + c for c in range(smp)] if smp > 1 else [])
     for cpu in cpus:
         for op in OPS if cpu == -1 else ["pages_o0"]:
@@ -80,6 +93,29 @@ def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) ->
                     p = p * 3 // 2 + 10 * (cpu - 1000)
                 out.append(f"{op}_{kind},{cpu},1000,{p * 9 // 10},{p},{p * 6 // 5},{p * 2},"
                            f"{p * 11 // 10},{p * 10},0")
+    return "\n".join(out) + "\n# end\n"
+
+
+# Batch pattern, mean LLC misses per op: the free touches a cold struct page
+# on every kernel; page_ext kernels add a cold page_ext line on alloc and free.
+EXTRA_LLC = {"baseline": 0.5, "baseline-nopf": 0.0, "packed": 0.0, "packed-ext16": 0.25, "up-pageext": 0.5,
+             "up-compressed": 0.0}
+
+
+def _cachesim(k: str) -> str:
+    out = ["# cachesim l1=48K/12 l2=2048K/16 llc=4096K/16 pen_l2=14 pen_llc=50 pen_mem=200 windows=8",
+           "label,metric,count,min,p50,p90,p99,mean,max"]
+    for i, op in enumerate(OPS):
+        for pattern in (0, 1):
+            for free in (0, 1):
+                label = i << 4 | pattern << 1 | free
+                insns = p50(k, op, "free" if free else "alloc", 1, False) - 5
+                llc = (0.0 if not pattern else float(free)) + (EXTRA_LLC.get(k, 0.0) if pattern else 0.0)
+                cyc = insns + llc * 200
+                for m, v in (("insns", insns), ("llc_miss", llc), ("l2_miss", llc), ("l1_miss", llc + 1),
+                             ("lines", 30), ("est_cycles", cyc)):
+                    iv = int(v)
+                    out.append(f"{label},{m},1000,{iv},{iv},{iv},{int(v + 1)},{v:.3f},{int(v + 1)}")
     return "\n".join(out) + "\n# end\n"
 
 
@@ -121,6 +157,9 @@ def _dmesg(k: str, mem_mb: int) -> str:
     log = "[    0.000000] Linux version 6.12.0\n"
     if k == "off":
         return log
+    if k.startswith("up-"):
+        b = EXT_BYTES.get(k, 0) * mem_mb * 256
+        return log + (f"[    0.030000] allocated {b} bytes of page_ext\n" if b else "")
     pages = mem_mb * 256
     b = EXT_BYTES[k]
     mode = {0: "flags", 2: "page_ext16", 8: "page_ext"}[b]
@@ -153,6 +192,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                     if status == "ok":
                         _write_boot(run / "boots" / bid / "result", spec.data_of.get(label, label),
                                     w, m, rep, smp, spec.scale.get(label, 1.0), spec.jitter)
+                        if spec.cache and w == "micro":
+                            (run / "boots" / bid / "cachesim.csv").write_text(
+                                _cachesim(spec.data_of.get(label, label)))
                     else:
                         (run / "boots" / bid).mkdir()
     variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
@@ -164,7 +206,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
         "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,
         "timing": spec.timing, "timing_unit": "instructions" if spec.timing == "icount" else "ns",
         "repetitions": spec.reps, "quick": True, "kernels": list(spec.kernels),
-        "build_info": {v: {"variant": v, "kernel_release": f"6.12.0-{v}", "config_hash": f"cfg{v[:3]}",
+        "build_info": {v: {"variant": v, "tree": "up" if v.startswith("up") else ("packed" if "packed" in v
+                                                                                    else "baseline"),
+                           "kernel_release": f"6.12.0-{v}", "config_hash": f"cfg{v[:3]}",
                            "series_hash": f"ser{v[:3]}", "compiler": "gcc 12.2.0",
                            "build_seconds": 600, "bzimage_bytes": 12345678} for v in variants},
         "host": {"cpu": "Synthetic CPU", "cpus": 2, "mem_kb": 8000000, "kernel": "6.1.0",

@@ -132,3 +132,18 @@ def test_report_opens_with_slide_and_computed_summary(generated):
     png = first["slide.png"]
     w, h = struct.unpack(">II", png[16:24])
     assert (w, h) == (1600, 900)  # 16:9
+
+
+def test_report_peer_and_cache_sections(tmp_path):
+    run = synth.make_run(tmp_path, synth.Spec(kernels=synth.KERNELS + synth.PEER_KERNELS,
+                                              workloads=("micro", "mem"), jitter=False, cache=True))
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    peer = md.split("## Upstream side by side", 1)[1].split("\n## ", 1)[0]
+    assert "up-pageext (page_ext references (8 B/page))" in peer and "up-compressed (index in page->flags)" in peer
+    line = next(ln for ln in peer.splitlines() if ln.startswith("| order-0 page, module tag, pair"))
+    assert "+540" in line, line
+    cache = md.split("## Cache model", 1)[1].split("\n## ", 1)[0]
+    assert "L1D 48K/12" in cache and "+ 200 per LLC miss" in cache
+    assert "| batch order-0 pair, module tag: baseline LLC misses - off >= 1 | +1.00 | yes |" in cache
+    assert "| batch order-0 pair, module tag: packed LLC misses within 0.1 of off | 0.00 | yes |" in cache

@@ -178,3 +178,37 @@ def test_fio_that_allocates_no_pages_is_flagged(tmp_path):
     s = summarize.summarize(load.load_run(run))
     assert any("fio allocated no pages" in w and "packed--fio" in w for w in s.warnings), s.warnings
     assert not any("fio allocated no pages" in w and "off--fio" in w for w in s.warnings)
+
+
+def test_peer_kernels_are_compared_with_their_own_off(tmp_path):
+    run = load.load_run(synth.make_run(tmp_path, synth.Spec(
+        kernels=synth.KERNELS + synth.PEER_KERNELS, workloads=("micro", "mem"), jitter=False)))
+    s = summarize.summarize(run)
+    # up-off pair 1200 + 600; up-pageext 1560 + 780: +540, +30% (vs 6.12 off it would be +56%)
+    assert row(s, "up-pageext", "micro", "pages_o0_pair.p50.delta").value == 540
+    assert row(s, "up-pageext", "micro", "pages_o0_pair.p50.overhead").value == pytest.approx(30.0)
+    # nopf of the peer tree is up-nopf: absent here, so no delta_nopf row at all
+    assert s.get("up-pageext", "micro", "pages_o0_pair.p50.delta_nopf") is None
+    assert s.get("up-off", "micro", "pages_o0_pair.p50.delta") is None
+    # memory from upstream's own page_ext allocation line
+    assert row(s, "up-pageext", "mem-m1024", "page_ext_bytes").value == 8 * 262144
+    r = row(s, "up-compressed", "mem-m1024", "page_ext_bytes")
+    assert r.value == 0 and "no page_ext allocated" in r.note
+    assert row(s, "up-pageext", "mem-m8192", "memfree_kb.delta").value == -(2100 - 100) - 16384
+
+
+def test_peer_without_its_off_is_refused(tmp_path):
+    with pytest.raises(load.AnalysisError, match="no 'up-off' kernel"):
+        load.load_run(synth.make_run(tmp_path, synth.Spec(kernels=("off", "up-pageext"), workloads=("micro",))))
+
+
+def test_cache_model_rows_and_pairs(tmp_path):
+    s = summarize.summarize(load.load_run(synth.make_run(tmp_path, synth.Spec(
+        workloads=("micro",), jitter=False, cache=True))))
+    # batch pair = alloc mean + free mean: off 0 + 1; baseline 0.5 + 1.5
+    assert row(s, "off", "micro", "cache.pages_o0_batch_pair.llc_miss.mean").value == 1.0
+    assert row(s, "baseline", "micro", "cache.pages_o0_batch_pair.llc_miss.mean.delta").value == 1.0
+    assert row(s, "packed", "micro", "cache.pages_o0_batch_pair.llc_miss.mean.delta").value == 0.0
+    assert row(s, "baseline", "micro", "cache.pages_o0_batch_free.est_cycles.p50.delta").value == \
+        (1400 // 2 - 5 + 1.5 * 200 // 1) - (500 - 5 + 200)
+    assert "cache model: l1=48K/12" in row(s, "off", "micro", "cache.pages_o0_alloc.insns.p50").note
