@@ -539,32 +539,34 @@ def memory_table(rows: Summary, run: Run) -> list[str]:
 
 def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     """What the run shows, in five generated lines (none hard-coded)."""
+    def listed(w: str, kernels: tuple[str, ...], key: str, fmt) -> list[str]:
+        return [f"{k} {fmt(k)}" for k in kernels if rows.value(k, w, key) is not None]
+
     out = []
     mws = mem_workloads_from(rows)
     if mws:
         w = max(mws, key=lambda w: int(w[5:]))
-        parts = [f"{k} {num(rows.value(k, w, 'page_ext_bytes_per_page'), 2)} B"
-                 for k in ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed")
-                 if rows.value(k, w, "page_ext_bytes_per_page") is not None]
+        m = "page_ext_bytes_per_page"
+        parts = listed(w, ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed"), m,
+                       lambda k: f"{num(rows.value(k, w, m), 2)} B")
         out.append(f"Memory for page tags per 4 KiB page ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
     for site, prefix in (("kernel", KERNEL_SITE_PREFIX), ("module", "")):
         m = f"{prefix}pages_o0_pair.p50"
-        parts = [f"{k} {signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "
-                 f"({signed(rows.value(k, 'micro', m + '.overhead'))})"
-                 for k in ("baseline", "baseline-nopf", "packed-nopf", "packed", "packed-ext16")
-                 if rows.value(k, "micro", m + ".delta") is not None]
+        parts = listed("micro", ("baseline", "baseline-nopf", "packed-nopf", "packed", "packed-ext16"),
+                       m + ".delta", lambda k: f"{signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "
+                                               f"({signed(rows.value(k, 'micro', m + '.overhead'))})")
         if parts:
             out.append(f"Order-0 alloc+free, {site} tag, instructions vs off (p50): " + ", ".join(parts) + ".")
     m = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
-    parts = [f"{k} {signed(rows.value(k, 'micro', m + '.llc_miss.mean.delta'), 2, '')} LLC misses, "
-             f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles"
-             for k in ("baseline", "packed", "packed-ext16", "up-pageext", "up-compressed")
-             if rows.value(k, "micro", m + ".llc_miss.mean.delta") is not None]
+    parts = listed("micro", ("baseline", "packed", "packed-ext16", "up-pageext", "up-compressed"),
+                   m + ".llc_miss.mean.delta",
+                   lambda k: f"{signed(rows.value(k, 'micro', m + '.llc_miss.mean.delta'), 2, '')} LLC misses, "
+                             f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles")
     if parts:
         out.append("Cache model, batch of 64Ki order-0 pages, per alloc+free vs own off: " + "; ".join(parts) + ".")
     m = f"{KERNEL_SITE_PREFIX}pages_o0_pair.p50.delta"
-    parts = [f"{k} {signed(rows.value(k, 'micro', m), 0, '')}" for k in ("up-nopf", "up-pageext", "up-compressed")
-             if rows.value(k, "micro", m) is not None]
+    parts = listed("micro", ("up-nopf", "up-pageext", "up-compressed"), m,
+                   lambda k: signed(rows.value(k, "micro", m), 0, ""))
     if parts:
         out.append("Upstream Linux 7.3, order-0 alloc+free vs up-off (instructions): " + ", ".join(parts) + ".")
     flagged = sum(1 for w in summary.warnings if "disagree" in w)
