@@ -74,6 +74,9 @@ def test_packed_falls_back_to_page_ext_when_tags_do_not_fit():
     ("sysctl.vm.mem_profiling=2", "invalid sysctl.vm.mem_profiling=2"),
     # kstrtobool() reads only the first letter: this was taken for 0
     ("sysctl.vm.mem_profiling=neverland", "invalid sysctl.vm.mem_profiling=neverland"),
+    # 6.13+ syntax: ",compressed" only after 0 or 1
+    ("sysctl.vm.mem_profiling=never,compressed", "invalid sysctl.vm.mem_profiling=never,compressed"),
+    ("sysctl.vm.mem_profiling=1,compresed", "invalid sysctl.vm.mem_profiling=1,compresed"),
 ])
 def test_invalid_boot_parameter_is_rejected_with_a_message(arg, message):
     b = boot("packed-bad-" + re.sub(r"[^a-z0-9]+", "-", arg), "packed", append=arg)
@@ -92,3 +95,24 @@ def test_garbage_written_to_the_sysctl_is_refused(variant):
     for ln in lines[:3]:
         assert "rc=1 now=1" in ln, ln
     assert lines[3] == "off now=0" and lines[4] == "on now=1"
+
+
+def test_upstream_compressed_syntax_and_sysctl():
+    """Linux 6.13+ command lines work unchanged: ",compressed" is accepted,
+    /proc/sys/vm/mem_profiling_compressed says whether indices are used, and
+    an explicit alloc_tag.page_refs=page_ext wins (and says so)."""
+    b = boot("packed-compressed", "packed", append="sysctl.vm.mem_profiling=1,compressed")
+    assert b.ok, b.why()
+    assert "invalid sysctl" not in b.dmesg
+    assert report(b).mode == "flags"
+    assert b.file("sysctl-mem_profiling").strip() == "1"
+    assert b.file("sysctl-mem_profiling_compressed").strip() == "1"
+    p = boot("packed-compressed-pageext", "packed",
+             append="alloc_tag.page_refs=page_ext sysctl.vm.mem_profiling=1,compressed")
+    assert p.ok, p.why()
+    assert report(p).mode == "page_ext"
+    assert "alloc_tag.page_refs=page_ext takes precedence" in p.dmesg
+    assert p.file("sysctl-mem_profiling_compressed").strip() == "0"
+    z = boot("packed-compressed-off", "packed", append="sysctl.vm.mem_profiling=0,compressed")
+    assert z.ok, z.why()
+    assert "invalid sysctl" not in z.dmesg and z.file("sysctl-mem_profiling").strip() == "0"
