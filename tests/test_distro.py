@@ -44,6 +44,7 @@ def test_packed_series_compiles_against_the_debian_distro_config():
                f"LRU gen+refs {rep['lru_gen_width'] + rep['lru_refs_width']}, "
                f"NR_CPUS {rep['nr_cpus']}); the guest kernel alone has {tags} tags: "
                + ("indices fit in page->flags" if fits
+                  else "falls back to 16-bit indices in page_ext at boot" if tags + 1 <= 65535
                   else "falls back to page_ext references at boot"))
     TEST_DIR.mkdir(parents=True, exist_ok=True)
     (TEST_DIR / "distro-verdict.txt").write_text(verdict + "\n")
