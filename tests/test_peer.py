@@ -1,0 +1,41 @@
+"""bench/fetch-peer: the upstream peer through a private apt configuration,
+and its bad inputs as one-line errors.  Needs the Debian mirror (as make
+deps does)."""
+
+import json
+import os
+import subprocess
+
+from tests.guest import REPO, TEST_DIR
+
+
+def fetch(tmp, **env):
+    e = dict(os.environ, BUILD_DIR=str(tmp), **env)
+    return subprocess.run([str(REPO / "bench/fetch-peer")], env=e, capture_output=True, text=True,
+                          timeout=600)
+
+
+def errors(r):
+    return [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+
+
+def test_unknown_suite_or_package_is_one_line_error_and_system_apt_untouched(tmp_path):
+    r = fetch(tmp_path, PEER_SUITE="no-such-suite-backports")
+    assert r.returncode != 0 and len(errors(r)) == 1, r.stderr
+    assert "apt-get update of no-such-suite-backports" in errors(r)[0] and "fetch-peer.log" in errors(r)[0]
+    r = fetch(tmp_path, PEER_PACKAGE="linux-source-0.0")
+    assert r.returncode != 0 and len(errors(r)) == 1, r.stderr
+    assert "package linux-source-0.0 not found in trixie-backports" in errors(r)[0]
+    # the private configuration lives under BUILD_DIR and names the system's mirror
+    src = (tmp_path / "apt" / "peer" / "sources.list").read_text()
+    assert "trixie-backports main" in src and "signed-by=" in src
+    assert not (tmp_path / "peer" / "peer-info.json").exists()
+
+
+def test_peer_info_records_version_and_sha256():
+    info = TEST_DIR.parent / "peer" / "peer-info.json"
+    if not info.exists():  # make test does not fetch the peer itself
+        r = fetch(TEST_DIR.parent)
+        assert r.returncode == 0, r.stderr
+    d = json.loads(info.read_text())
+    assert d["package"] == "linux-source-7.3" and len(d["sha256"]) == 64 and d["version"]
