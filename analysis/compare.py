@@ -27,7 +27,34 @@ def is_overhead(r: Row) -> bool:
 
 
 def interval(r: Row) -> tuple[float, float] | None:
+    """The row's CI or spread; none for one boot of a metric not known to be
+    deterministic (its "spread" is a single point that says nothing)."""
+    if r.n_boots < 2 and stats.SPREAD_NOTE not in r.note:
+        return None
     return stats.Estimate(r.value, r.ci_low, r.ci_high, r.spread_low, r.spread_high).interval()
+
+
+def setup_differences(ra, rb) -> list[str]:
+    """What makes two runs measure different things: kernel builds (config,
+    series) and benchmark arguments per kernel and workload."""
+    notes = []
+    ia, ib = ra.manifest.get("build_info") or {}, rb.manifest.get("build_info") or {}
+    for v in sorted(set(ia) & set(ib)):
+        for key in ("config_hash", "series_hash"):
+            a, b = (ia[v] or {}).get(key), (ib[v] or {}).get(key)
+            if a != b:
+                notes.append(f"kernel {v}: {key} differs (A {a}, B {b}): the runs measured different kernels")
+    def args(run) -> dict[tuple[str, str], set[str]]:
+        out: dict[tuple[str, str], set[str]] = {}
+        for b in run.manifest.get("boots") or []:
+            out.setdefault((b.get("kernel"), b.get("workload")), set()).add(str(b.get("cmdline_extra", "")).strip())
+        return out
+    aa, ab = args(ra), args(rb)
+    for key in sorted(set(aa) & set(ab), key=str):
+        if aa[key] != ab[key]:
+            notes.append(f"{key[0]}/{key[1]}: benchmark arguments differ (A {sorted(aa[key])[0]!r}, "
+                         f"B {sorted(ab[key])[0]!r}): op counts are not the same")
+    return notes
 
 
 @dataclass(frozen=True)
@@ -116,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     if ra.timing != rb.timing:
         notes.append(f"timing differs (A {ra.timing}, B {rb.timing}): overheads are comparable, "
                      f"absolute figures are not")
+    notes += setup_differences(ra, rb)
     changes, only_a, only_b = compare(sa, sb)
     sys.stdout.write(render(changes, only_a, only_b, ra.run_id, rb.run_id, args.all, notes))
     return 0

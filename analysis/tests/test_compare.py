@@ -47,3 +47,28 @@ def test_compare_bad_input_exits_1(tmp_path, capsys):
     assert compare.main([str(a), str(tmp_path / "nope")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "nope" in err and err.count("\n") == 1
+
+
+def test_one_boot_is_no_interval_unless_deterministic():
+    one = Row("k", "w", "m.overhead", "%", 1.0, None, None, 1.0, 1.0, 1, "fewer than 5 boots: spread only, no CI")
+    moved = Row("k", "w", "m.overhead", "%", 3.0, None, None, 3.0, 3.0, 1, "fewer than 5 boots: spread only, no CI")
+    assert compare.classify(one, moved) == "no interval"
+    det = Row("k", "w", "m.overhead", "%", 1.0, None, None, 1.0, 1.0, 1,
+              "spread: min..max over boots (icount is deterministic, so no CI)")
+    assert compare.classify(det, Row("k", "w", "m.overhead", "%", 3.0, None, None, 3.0, 3.0, 1, det.note)) == "outside"
+
+
+def test_runs_of_different_kernels_or_arguments_are_named(tmp_path, capsys):
+    import json
+    a = synth.make_run(tmp_path / "a", synth.Spec(run_id="A", workloads=("micro",)))
+    b = synth.make_run(tmp_path / "b", synth.Spec(run_id="B", workloads=("micro",)))
+    m = json.loads((b / "manifest.json").read_text())
+    m["build_info"]["packed"]["series_hash"] = "other"
+    for boot in m["boots"]:
+        if boot["kernel"] == "off":
+            boot["cmdline_extra"] = "samples=500"
+    (b / "manifest.json").write_text(json.dumps(m))
+    assert compare.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "note: kernel packed: series_hash differs (A serpac, B other)" in out
+    assert "note: off/micro: benchmark arguments differ" in out
