@@ -120,14 +120,20 @@ def _sentence_latency(rows: Summary, run: Run, w: str) -> str:
     if not ov:
         return "No latency overheads could be computed."
     top = max(ov, key=lambda r: (r.value, r.kernel, r.metric))
-    per_k = []
-    for k in run.kernels:
-        vs = [r.value for r in ov if r.kernel == k]
-        if vs:
-            per_k.append(f"{k} {signed(statistics.median(vs))}")
+    # Page ops and the rest apart: page tag storage touches only the former.
+    def is_page(r: Row) -> bool:
+        return any(x in r.metric for x in ("pages_o", "folio_o"))
+
+    parts = []
+    for label, sel in (("page and folio", is_page), ("slab, vmalloc and percpu", lambda r: not is_page(r))):
+        group = [r for r in ov if sel(r)]
+        per_k = [f"{k} {signed(statistics.median(vs))}" for k in run.kernels
+                 if (vs := [r.value for r in group if r.kernel == k])]
+        if per_k:
+            parts.append(f"median over the {len({r.metric for r in group})} {label} operations: "
+                         + ", ".join(per_k))
     return (f"The largest p50 latency overhead vs off is {top.kernel} on "
-            f"{top.metric[:-len('.p50.overhead')]} ({signed(top.value)}); median over "
-            f"{len({r.metric for r in ov})} operations: " + ", ".join(per_k) + ".")
+            f"{top.metric[:-len('.p50.overhead')]} ({signed(top.value)}); " + "; ".join(parts) + ".")
 
 
 def _sentence_distribution(rows: Summary, run: Run, w: str) -> str:
@@ -282,9 +288,18 @@ def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
     body = []
     for op in op_order(run, w):
         ref = rows.get(REFERENCE, w, f"{op}.p50")
-        body.append([op, num(ref.value if ref else None, 0)]
-                    + [with_interval(rows.get(k, w, f"{op}.p50.overhead")) for k in ks])
-    return table(["Operation", f"off p50 ({rows_unit(rows, w)})"] + ks, body)
+        cells = []
+        for k in ks:
+            c = with_interval(rows.get(k, w, f"{op}.p50.overhead"))
+            d = rows.value(k, w, f"{op}.p50.delta")
+            p99 = rows.value(k, w, f"{op}.p99.overhead")
+            out = rows.value(k, w, f"{op}.outliers")
+            cells.append(c + (f" ({signed(d, 0, '')})" if d is not None else "")
+                         + (f"; p99 {signed(p99)}" if p99 is not None else "")
+                         + (f"; {num(out, 0)} outliers" if out else ""))
+        body.append([op, num(ref.value if ref else None, 0)] + cells)
+    return table(["Operation", f"off p50 ({rows_unit(rows, w)})"]
+                 + [f"{k}: p50 (delta); p99" for k in ks], body)
 
 
 FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),

@@ -157,9 +157,13 @@ class _Collector:
                 par[ln.op].append(ln)
         for ln in single:
             site = call_site(ln.op)
+            self.add(d, w, f"{ln.op}.outliers",
+                     MetricDef("samples", note="samples over 100x the median: an interrupt or reclaim "
+                                               "hit them"), float(ln.outliers))
             for f in BENCH_FIELDS:
                 self.add(d, w, f"{ln.op}.{f}",
-                         MetricDef(unit, True, ("overhead", "delta", "delta_nopf") if f == "p50" else (),
+                         MetricDef(unit, True, ("overhead", "delta", "delta_nopf") if f == "p50" else
+                                   ("overhead",) if f == "p99" else (),
                                    site),
                          float(getattr(ln, f)))
         for op, lines in par.items():
