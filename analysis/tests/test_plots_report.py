@@ -50,6 +50,11 @@ def test_report_content(generated):
     assert "cfgbas" in md and "serpac" in md and "6.12.0-packed" in md
     assert "at 1024 MiB baseline spends the most" in md
     assert "The largest p50 latency overhead vs off is baseline" in md
+    # page ops (+40% baseline) and slab ops (+7%) summarised apart, not mixed
+    assert "median over the 3 page and folio operations: off" not in md
+    assert "page and folio operations: baseline +40.0%" in md and "percpu operations: baseline +" in md
+    # micro table: delta and p99 beside the p50 overhead
+    assert "| pages_o0_alloc | 1,001 | +40.0% (spread" in md and "(+400); p99 +40.0%" in md
     assert "Lowest throughput relative to off: baseline" in md
     for f in ("memory-overhead", "latency-overhead-micro", "throughput-relative"):
         assert f"]({f}.png)" in md
