@@ -139,18 +139,19 @@ papt_init() {
 
 # papt NAME APT-GET-ARGS...: apt-get with NAME's private configuration.
 papt() {
-	_pd=$BUILD_DIR/apt/$1
-	shift
-	apt-get -q -o Dir::Etc::SourceList="$_pd/sources.list" \
-		-o Dir::Etc::SourceParts="$_pd/parts" -o Dir::State::Lists="$_pd/lists" \
-		-o Dir::Cache="$_pd/cache" -o Debug::NoLocking=1 "$@"
+	_papt apt-get "$@" -q -o Debug::NoLocking=1
 }
 
 # papt_cache NAME APT-CACHE-ARGS...: apt-cache with NAME's configuration.
 papt_cache() {
-	_pd=$BUILD_DIR/apt/$1
-	shift
-	apt-cache -o Dir::Etc::SourceList="$_pd/sources.list" \
+	_papt apt-cache "$@"
+}
+
+# _papt COMMAND NAME ARGS...: COMMAND with the options of NAME's configuration.
+_papt() {
+	_pc=$1 _pd=$BUILD_DIR/apt/$2
+	shift 2
+	"$_pc" -o Dir::Etc::SourceList="$_pd/sources.list" \
 		-o Dir::Etc::SourceParts="$_pd/parts" -o Dir::State::Lists="$_pd/lists" \
 		-o Dir::Cache="$_pd/cache" "$@"
 }
