@@ -23,6 +23,9 @@ PEER ?= 1
 # CACHESIM=1 (default) runs the cache model (bench/qemu-plugin) on icount
 # boots; CACHESIM=0 leaves it out.
 CACHESIM ?= 1
+# Boots at a time in make bench (default: the number of CPUs).  Under icount
+# a boot's instruction counts do not depend on what else the host runs.
+BENCH_JOBS ?= $(shell nproc)
 
 # Bad values stop make before anything is built.
 $(if $(filter-out 0 1,$(PEER)),$(error PEER='$(PEER)' must be 0 or 1))
@@ -30,12 +33,13 @@ $(if $(filter-out 0 1,$(CACHESIM)),$(error CACHESIM='$(CACHESIM)' must be 0 or 1
 $(if $(filter-out 0 1,$(QUICK)),$(error QUICK='$(QUICK)' must be 0 or 1))
 $(if $(filter-out auto icount kvm tcg,$(TIMING)),$(error TIMING='$(TIMING)' must be auto, icount, kvm or tcg))
 $(if $(shell echo '$(R)' | grep -Ex '[1-9][0-9]*'),,$(error R='$(R)' is not a positive number of repetitions))
+$(if $(shell echo '$(BENCH_JOBS)' | grep -Ex '[1-9][0-9]*'),,$(error BENCH_JOBS='$(BENCH_JOBS)' is not a positive number of parallel boots))
 
-export BUILD_DIR CCACHE_DIR TIMING PEER CACHESIM
+export BUILD_DIR CCACHE_DIR TIMING PEER CACHESIM BENCH_JOBS
 
-BENCH_KERNELS := off baseline packed
+BENCH_KERNELS := off baseline packed packed-distro
 PEER_KERNELS := up-off up
-TEST_KERNELS := $(BENCH_KERNELS) packed-debug
+TEST_KERNELS := off baseline packed packed-debug
 
 .PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
 	plots compare clean distclean

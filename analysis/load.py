@@ -22,6 +22,12 @@ PEER_TREE = "up"
 PEER_REFERENCE = "up-off"
 # Kernel labels playing the same role in each tree: (6.12 label, peer label).
 PEER_ROLES = {"off": PEER_REFERENCE, "baseline": "up-pageext", "baseline-nopf": "up-nopf"}
+# Kernels built with Debian's page->flags layout (configs/distro.config) have
+# another config than off: they are compared with the same kernel booted
+# with profiling switched off, and with no baseline ("-" matches no kernel).
+DISTRO_VARIANT = "packed-distro"
+DISTRO_REFERENCE = "packed-distro-nopf"
+DISTRO_ROLES = {"off": DISTRO_REFERENCE, "baseline-nopf": DISTRO_REFERENCE, "baseline": "-"}
 TIMINGS = ("icount", "kvm", "tcg")
 
 T = TypeVar("T")
@@ -106,8 +112,10 @@ class Run:
         return kernel_tree(self.manifest, kernel)
 
     def ref(self, kernel: str, role: str = REFERENCE) -> str:
-        """The kernel of kernel's own tree that plays role (a 6.12 label in
-        PEER_ROLES: "off", "baseline", "baseline-nopf")."""
+        """The kernel of kernel's own tree (or config) that plays role (a 6.12
+        label in PEER_ROLES: "off", "baseline", "baseline-nopf")."""
+        if kernel_variant(self.manifest, kernel) == DISTRO_VARIANT:
+            return DISTRO_ROLES.get(role, role)
         return PEER_ROLES.get(role, role) if self.tree(kernel) == PEER_TREE else role
 
     @property
@@ -332,6 +340,14 @@ def _manifest(run: Path) -> dict:
         if not isinstance(m.get(k), typ):
             raise AnalysisError(f"{p}: missing or invalid key {k!r}")
     return m
+
+
+def kernel_variant(manifest: dict, kernel: str) -> str | None:
+    """The variant (bench/variants) the boots of a kernel label ran."""
+    for b in manifest.get("boots") or []:
+        if isinstance(b, dict) and b.get("kernel") == kernel:
+            return str(b.get("variant"))
+    return None
 
 
 def kernel_tree(manifest: dict, kernel: str) -> str:

@@ -38,6 +38,21 @@ kernel_variant() {
 	awk -v k="$1" '!/^#/ && $1 == k { print $2 }' "$REPO/bench/kernels"
 }
 
+# kernel_args LABEL: the extra kernel command line of a bench/kernels label,
+# without its "@workload,..." restriction.
+kernel_args() {
+	awk -v k="$1" '!/^#/ && $1 == k { for (i = 3; i <= NF; i++) if ($i !~ /^@/) { printf "%s%s", s, $i; s = " " } }' \
+		"$REPO/bench/kernels"
+}
+
+# kernel_runs LABEL WORKLOAD: true unless the label's "@w1,w2" token leaves
+# the workload out.
+kernel_runs() {
+	_only=$(awk -v k="$1" '!/^#/ && $1 == k { for (i = 3; i <= NF; i++) if ($i ~ /^@/) print substr($i, 2) }' \
+		"$REPO/bench/kernels")
+	[ -z "$_only" ] || echo ",$_only," | grep -q ",$2,"
+}
+
 # Series (patch directories) applied for a source tree, in order.  The
 # upstream peer tree "up" (Linux 7.3, bench/fetch-peer) gets no series, only
 # the benchmark's own test patches named in bench/peer-patches.

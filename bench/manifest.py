@@ -54,6 +54,8 @@ def main(argv: list[str]) -> int:
             cmd = run / "boots" / b["id"] / "qemu-cmdline"
             b["qemu_cmdline"] = cmd.read_text().strip() if cmd.exists() else ""
             boots.append(b)
+    # Parallel boots finish out of order: the manifest keeps the run's order.
+    boots.sort(key=lambda b: b.get("seq", 0))
     variants = sorted({b["variant"] for b in boots})
     build_info = {}
     for v in variants:

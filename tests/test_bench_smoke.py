@@ -79,10 +79,12 @@ def test_bad_bench_options_are_rejected_with_a_message():
     r = subprocess.run([str(REPO / "bench/run-bench")], env=env, capture_output=True, text=True)
     assert r.returncode != 0 and "unknown workload 'nosuch'" in r.stderr
     for var, val, msg in (("TIMING", "bogus", "TIMING='bogus'"), ("PEER", "2", "PEER='2'"),
-                          ("CACHESIM", "yes", "CACHESIM='yes'")):
+                          ("CACHESIM", "yes", "CACHESIM='yes'"), ("BENCH_JOBS", "0", "BENCH_JOBS='0'")):
         env = dict(os.environ, RESULTS_DIR=str(TEST_DIR / "bench-bad"), **{var: val})
         r = subprocess.run([str(REPO / "bench/run-bench")], env=env, capture_output=True, text=True)
         assert r.returncode != 0 and msg in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
     # make rejects bad variables before building anything
     r = subprocess.run(["make", "-C", str(REPO), "-n", "bench", "R=abc"], capture_output=True, text=True)
     assert r.returncode != 0 and "R='abc' is not a positive number" in r.stderr
+    r = subprocess.run(["make", "-C", str(REPO), "-n", "bench", "BENCH_JOBS=two"], capture_output=True, text=True)
+    assert r.returncode != 0 and "BENCH_JOBS='two' is not a positive number" in r.stderr

@@ -1,7 +1,10 @@
 """The packed series against Debian's distro config (linux-config-6.12):
 it configures, the objects it touches compile, and the page->flags bit budget
-there is what the layout says.  Compile only: no distro kernel is linked."""
+there is what the layout says (compiled, not linked), and the kernels built
+with that layout (configs/distro.config) borrow the last_cpupid bits exactly
+where NUMA balancing cannot run."""
 
+import re
 import subprocess
 
 from bench import parse
@@ -30,27 +33,140 @@ def test_packed_series_compiles_against_the_debian_distro_config():
         "nr_pageflags", "zones_width", "nodes_width", "sections_width",
         "last_cpupid_width", "kasan_tag_width", "lru_gen_width", "lru_refs_width"))
     assert rep["spare_bits"] == spare, rep
-    assert rep["index_width"] == max(0, min(16, spare)), rep
-
-    # Flags or fallback: the distro kernel has at least the guest kernel's
-    # tags (its config is a superset), so it keeps indices in page->flags
-    # only if those fit in index_width bits.
-    packed = boot("packed", "packed")
-    assert packed.ok, packed.why()
-    tags = parse.page_refs_report(packed.dmesg).kernel_tags
-    fits = (1 << rep["index_width"]) - 1 >= tags
-    verdict = (f"{rep['config']}: {rep['index_width']} spare page->flags bits "
+    # Debian's layout leaves 1 spare bit; the index borrows last_cpupid.
+    assert spare == 1, rep
+    assert rep["index_in_cpupid"] == 1 and rep["index_width"] == min(16, rep["last_cpupid_width"]), rep
+    tags = parse.page_refs_report(boot("packed", "packed").dmesg).kernel_tags
+    verdict = (f"{rep['config']}: {rep['spare_bits']} spare page->flags bits "
                f"(last_cpupid {rep['last_cpupid_width']}, nodes {rep['nodes_width']}, "
                f"LRU gen+refs {rep['lru_gen_width'] + rep['lru_refs_width']}, "
-               f"NR_CPUS {rep['nr_cpus']}); the guest kernel alone has {tags} tags: "
-               + ("indices fit in page->flags" if fits
-                  else "falls back to 16-bit indices in page_ext at boot" if tags + 1 <= 65535
-                  else "falls back to page_ext references at boot"))
+               f"NR_CPUS {rep['nr_cpus']}): {rep['index_width']}-bit indices in the "
+               f"last_cpupid bits where NUMA balancing cannot run, page_ext16 elsewhere "
+               f"(the guest kernel alone has {tags} tags)")
     TEST_DIR.mkdir(parents=True, exist_ok=True)
     (TEST_DIR / "distro-verdict.txt").write_text(verdict + "\n")
     print(verdict)
-    # The guest kernel's tag count is a lower bound of the distro kernel's
-    # (its config is a superset): "does not fit" is certain, "fits" would
-    # be unproven.  Debian's 6.12 layout leaves 1 spare bit: no fit.
-    assert tags > 1000, tags
-    assert not fits, verdict
+
+
+# The kernels built with configs/distro.config: packed-distro (benchmarks)
+# and packed-debug (make test builds it).  Their layout must be Debian's.
+LAYOUT_KEYS = ("bits_per_long", "nr_pageflags", "zones_width", "nodes_width", "sections_width",
+               "last_cpupid_width", "kasan_tag_width", "lru_gen_width", "lru_refs_width",
+               "spare_bits", "index_width", "index_in_cpupid", "nr_cpus")
+DISTRO = "packed-debug"
+
+
+def variant_fragments(v):
+    for ln in (REPO / "bench/variants").read_text().splitlines():
+        f = ln.split()
+        if f and not ln.startswith("#") and f[0] == v:
+            return f[2:]
+    raise AssertionError(f"variant {v} missing from bench/variants")
+
+
+def budget(out):
+    r = subprocess.run([str(REPO / "bench/flags-budget"), str(BUILD_DIR / "src" / "packed"), str(out)],
+                       capture_output=True, text=True, check=False)
+    assert r.returncode == 0, r.stderr[-500:]
+    return {k: int(v) for k, v in (ln.split("=", 1) for ln in r.stdout.splitlines())}
+
+
+def test_distro_variants_have_the_page_flags_layout_of_the_debian_config():
+    assert "distro.config" in variant_fragments("packed-distro")
+    assert [f for f in variant_fragments(DISTRO) if f != "debug.config"] == \
+        variant_fragments("packed-distro")
+    rep = report()
+    checked = 0
+    for v in ("packed-distro", DISTRO):
+        out = BUILD_DIR / "out" / v
+        if not (out / "include/generated/autoconf.h").exists():
+            continue
+        got = budget(out)
+        assert {k: got[k] for k in LAYOUT_KEYS} == {k: rep[k] for k in LAYOUT_KEYS}, v
+        checked += 1
+    assert checked, f"neither packed-distro nor {DISTRO} is built"
+
+
+def numab(name, append=""):
+    b = boot(f"numab-{name}", DISTRO, job="numab", append=append, tools=True)
+    assert b.ok, b.why()
+    assert b.file("job.rc").strip() == "0", f"numab job failed, see {b.dir}/result/job.log"
+    assert b.file("stress-rc.txt").strip() == "0", f"stress-ng failed, see {b.dir}/result/stress.log"
+    assert not parse.warnings(b.dmesg), parse.warnings(b.dmesg)
+    return b
+
+
+def attributed(b):
+    """alloctag_test's call sites have their exact bytes after alloc, 0 after free."""
+    exp = {}
+    for ln in b.file("expected.txt").splitlines():
+        line, site, nbytes, calls, kind = ln.split()
+        exp[int(line)] = (int(nbytes), int(calls), kind)
+    assert len(exp) == 6, f"unexpected {b.dir}/result/expected.txt"
+    for snap, zero in (("alloc", False), ("free", True), ("after", True)):
+        text = b.file(f"allocinfo-{snap}.txt")
+        assert text, f"no allocinfo-{snap}.txt in {b.dir}/result"
+        got = {}
+        for a in parse.allocinfo(text):
+            m = re.search(r"alloctag_test\.c:(\d+) \[alloctag_test\]", a.tag)
+            if m:
+                got[int(m.group(1))] = (a.bytes, a.calls)
+        for line, (nbytes, calls, kind) in exp.items():
+            assert line in got, f"line {line} missing from allocinfo-{snap}"
+            if zero:
+                assert got[line] == (0, 0), (snap, line, got[line])
+            elif kind == "exact":
+                assert got[line] == (nbytes, calls), (snap, line, got[line])
+
+
+def vmstat(b, snap):
+    return {k: int(v) for k, v in (ln.split() for ln in b.file(f"vmstat-{snap}.txt").splitlines())}
+
+
+def refused(b):
+    assert b.file("numab-boot.txt").strip() == "0"
+    assert b.file("numab-set.txt").strip() == "rc=1 now=0", b.file("numab-set.txt")
+    assert "Operation not permitted" in b.file("numab-set-error.txt")
+    assert re.search(r"kernel\.numa_balancing=1 refused: the last_cpupid page->flags bits "
+                     r"hold allocation tag indices", b.dmesg)
+
+
+def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
+    b = numab("1node")
+    r = parse.page_refs_report(b.dmesg)
+    assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
+    assert "NUMA balancing cannot run (one possible node)" in b.dmesg
+    attributed(b)
+    refused(b)
+    assert b.file("numab-end.txt").strip() == "0"
+
+
+def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
+    b = numab("2nodes", "numa=fake=2")
+    r = parse.page_refs_report(b.dmesg)
+    assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
+    assert r.page_ext_bytes > 0
+    assert "the last_cpupid page->flags bits are NUMA balancing's (2 possible nodes)" in b.dmesg
+    attributed(b)
+    # Default-enabled on two nodes, writable, and it really scanned.
+    assert b.file("numab-boot.txt").strip() == "1"
+    assert b.file("numab-set.txt").strip() == "rc=0 now=1"
+    assert vmstat(b, "end")["numa_pte_updates"] > vmstat(b, "start")["numa_pte_updates"]
+
+
+def test_two_nodes_with_numa_balancing_disabled_borrow_again():
+    b = numab("2nodes-disable", "numa=fake=2 numa_balancing=disable")
+    r = parse.page_refs_report(b.dmesg)
+    assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
+    assert "NUMA balancing cannot run (numa_balancing=disable)" in b.dmesg
+    attributed(b)
+    refused(b)
+
+
+def test_numa_balancing_enable_on_one_node_keeps_the_bits_for_numa():
+    b = numab("1node-enable", "numa_balancing=enable")
+    r = parse.page_refs_report(b.dmesg)
+    assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
+    assert "(1 possible nodes, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
+    assert b.file("numab-boot.txt").strip() == "1"
+    attributed(b)
