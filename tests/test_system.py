@@ -173,3 +173,31 @@ def test_zone_node_and_flags_stay_intact_under_concurrent_stress(variant):
     site = [a for a in parse.allocinfo(b.file("allocinfo.txt"))
             if "func:site_flagcheck" in a.tag]
     assert len(site) == 1 and (site[0].bytes, site[0].calls) == (0, 0)
+
+
+def many_tags(variant):
+    b = boot(f"many-{variant}", variant, job="many")
+    assert b.ok, b.why()
+    assert b.file("job.rc").strip() == "0", f"many job failed, see {b.dir}/result/job.log"
+    return b
+
+
+def test_module_with_more_tags_than_6_12_percpu_reserve_is_refused_by_baseline():
+    # 6.12 puts module tag counters in the 64 KiB module percpu reserve.
+    b = many_tags("baseline")
+    assert b.file("many-load.txt").strip() == "refused"
+    assert re.search(r"Could not allocate \d+ bytes percpu data", b.dmesg), b.dmesg[-2000:]
+
+
+def test_module_with_5000_tags_loads_and_accounts_through_every_tag():
+    b = many_tags("packed")
+    assert b.file("many-load.txt").strip() == "loaded", b.file("insmod-error.txt")
+    assert not b.file("errors.txt"), b.file("errors.txt")
+    assert b.file("many-alloc.txt").strip() == "sites 5000 pages 5000"
+    for snap, want in (("alloc", (4096, 1)), ("free", (0, 0))):
+        got = [(a.bytes, a.calls) for a in parse.allocinfo(b.file(f"allocinfo-{snap}.txt"))
+               if "[alloctag_many]" in a.tag]
+        assert len(got) == 5000, (snap, len(got))
+        assert set(got) == {want}, (snap, sorted(set(got))[:5])
+    assert b.file("many-unload.txt").strip() == "unloaded"
+    assert not parse.warnings(b.dmesg), parse.warnings(b.dmesg)

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * alloctag_many: a module with ALLOCTAG_MANY_SITES allocation tags, more
+ * than 6.12's module percpu reserve holds counters for (64 KiB, 16 bytes
+ * per tag per CPU: about 4,000 for all modules together).  6.12 refuses to
+ * load it; a kernel that gives module tags counters at load time must load
+ * it and account a page through every tag.
+ *
+ * Write to /proc/alloctag_many:
+ *   alloc  allocate one page through every tag
+ *   free   free them
+ * Read it for "sites <n> pages <held>".
+ */
+#include <linux/gfp.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/proc_fs.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#define ALLOCTAG_MANY_SITES	5000
+
+/*
+ * Each B1 is a block with an allocation tag of its own, as every
+ * alloc_hooks() expansion has (DEFINE_ALLOC_TAG, with whatever counters
+ * the kernel gives module tags); alloc_all() allocates through them with
+ * alloc_hooks_tag().  Tags without a call site each keep this module
+ * small and quick to build.
+ */
+static struct alloc_tag **tags;
+static unsigned int nr_tags;
+
+#define B1	{ DEFINE_ALLOC_TAG(_t); tags[nr_tags++] = &_t; }
+#define B10	B1 B1 B1 B1 B1 B1 B1 B1 B1 B1
+#define B100	B10 B10 B10 B10 B10 B10 B10 B10 B10 B10
+#define B1000	B100 B100 B100 B100 B100 B100 B100 B100 B100 B100
+
+static noinline void collect_tags(void)
+{
+	B1000 B1000 B1000 B1000 B1000
+}
+
+static struct page **held;
+static unsigned int nr_held;
+static DEFINE_MUTEX(lock);
+
+static void free_all(void)
+{
+	while (nr_held)
+		__free_page(held[--nr_held]);
+}
+
+static int alloc_all(void)
+{
+	unsigned int i;
+
+	free_all();
+	for (i = 0; i < nr_tags; i++) {
+		struct page *page = alloc_hooks_tag(tags[i], alloc_pages_noprof(GFP_KERNEL, 0));
+
+		if (!page)
+			return -ENOMEM;
+		held[nr_held++] = page;
+	}
+	return 0;
+}
+
+static ssize_t many_write(struct file *file, const char __user *ubuf,
+			  size_t len, loff_t *ppos)
+{
+	char cmd[16] = "";
+	int ret = 0;
+
+	if (copy_from_user(cmd, ubuf, min(len, sizeof(cmd) - 1)))
+		return -EFAULT;
+	mutex_lock(&lock);
+	if (!strncmp(cmd, "alloc", 5))
+		ret = alloc_all();
+	else if (!strncmp(cmd, "free", 4))
+		free_all();
+	else
+		ret = -EINVAL;
+	mutex_unlock(&lock);
+	return ret ? ret : len;
+}
+
+static int many_show(struct seq_file *m, void *v)
+{
+	mutex_lock(&lock);
+	seq_printf(m, "sites %u pages %u\n", nr_tags, nr_held);
+	mutex_unlock(&lock);
+	return 0;
+}
+
+static int many_open(struct inode *inode, struct file *file)
+{
+	return single_open(file, many_show, NULL);
+}
+
+static const struct proc_ops many_ops = {
+	.proc_open	= many_open,
+	.proc_read	= seq_read,
+	.proc_write	= many_write,
+	.proc_lseek	= seq_lseek,
+	.proc_release	= single_release,
+};
+
+static int __init many_init(void)
+{
+	held = vmalloc(array_size(ALLOCTAG_MANY_SITES, sizeof(*held)));
+	tags = vmalloc(array_size(ALLOCTAG_MANY_SITES, sizeof(*tags)));
+	if (!held || !tags)
+		goto nomem;
+	collect_tags();
+	if (proc_create("alloctag_many", 0600, NULL, &many_ops))
+		return 0;
+nomem:
+	vfree(tags);
+	vfree(held);
+	return -ENOMEM;
+}
+
+static void __exit many_exit(void)
+{
+	remove_proc_entry("alloctag_many", NULL);
+	free_all();
+	vfree(tags);
+	vfree(held);
+}
+
+module_init(many_init);
+module_exit(many_exit);
+MODULE_DESCRIPTION("5000 allocation tags, one page through each");
+MODULE_LICENSE("GPL");
