@@ -146,7 +146,7 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     r = parse.page_refs_report(b.dmesg)
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0
-    assert "the last_cpupid page->flags bits are NUMA balancing's (2 possible nodes)" in b.dmesg
+    assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
     attributed(b)
     # Default-enabled on two nodes, writable, and it really scanned.
     assert b.file("numab-boot.txt").strip() == "1"
@@ -167,6 +167,6 @@ def test_numa_balancing_enable_on_one_node_keeps_the_bits_for_numa():
     b = numab("1node-enable", "numa_balancing=enable")
     r = parse.page_refs_report(b.dmesg)
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
-    assert "(1 possible nodes, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
+    assert "(possible nodes: 1, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
     assert b.file("numab-boot.txt").strip() == "1"
     attributed(b)
