@@ -31,7 +31,13 @@
 static struct alloc_tag **tags;
 static unsigned int nr_tags;
 
+#ifdef CONFIG_MEM_ALLOC_PROFILING
 #define B1	{ DEFINE_ALLOC_TAG(_t); tags[nr_tags++] = &_t; }
+#define alloc_through(tag) alloc_hooks_tag(tag, alloc_pages_noprof(GFP_KERNEL, 0))
+#else
+#define B1
+#define alloc_through(tag) alloc_page(GFP_KERNEL)
+#endif
 #define B10	B1 B1 B1 B1 B1 B1 B1 B1 B1 B1
 #define B100	B10 B10 B10 B10 B10 B10 B10 B10 B10 B10
 #define B1000	B100 B100 B100 B100 B100 B100 B100 B100 B100 B100
@@ -57,7 +63,7 @@ static int alloc_all(void)
 
 	free_all();
 	for (i = 0; i < nr_tags; i++) {
-		struct page *page = alloc_hooks_tag(tags[i], alloc_pages_noprof(GFP_KERNEL, 0));
+		struct page *page = alloc_through(tags[i]);
 
 		if (!page)
 			return -ENOMEM;
