@@ -152,7 +152,7 @@ def _scaled(r: Row | None, f: float) -> Row | None:
 def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figure | None:
     idx = summary
     ops = op_order(run, w)
-    ks = [k for k in run.kernels if k != run.ref(k)]
+    ks = [k for k in run.kernels if k != run.ref(k) and idx.has_kernel(k, w)]
     panels = [(kind, [o for o in ops if o.endswith(f"_{kind}")]) for kind in ("alloc", "free")]
     panels = [(kind, os) for kind, os in panels if os and any(idx.valid(k, w, f"{o}.p50.overhead")
                                                               for o in os for k in ks)]

@@ -99,6 +99,15 @@ class Summary:
         r = self.get(kernel, workload, metric)
         return None if r is None else r.value
 
+    @cached_property
+    def _kernels_by_workload(self) -> set[tuple[str, str]]:
+        return {(r.kernel, r.workload) for r in self.rows if r.value is not None}
+
+    def has_kernel(self, kernel: str, workload: str) -> bool:
+        """Whether the kernel has any value in the workload (a kernel may be
+        limited to some workloads, bench/kernels "@w" tokens)."""
+        return (kernel, workload) in self._kernels_by_workload
+
     def workload_rows(self, w: str, suffix: str) -> list[Row]:
         return [r for r in self.rows if r.workload == w and r.metric.endswith(suffix) and r.value is not None]
 

@@ -21,7 +21,7 @@ PEER_KERNELS = ("up-off", "up-pageext", "up-compressed")
 TREE_SCALE = {"up-off": 1.2, "up-pageext": 1.2, "up-compressed": 1.2}
 VARIANT = {"up-off": "up-off", "up-pageext": "up", "up-compressed": "up",
            "off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
-           "packed": "packed", "packed-ext16": "packed"}
+           "packed": "packed", "packed-ext16": "packed", "packed-memonly": "packed"}
 CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16",
            "up-pageext": "sysctl.vm.mem_profiling=1", "up-compressed": "sysctl.vm.mem_profiling=1,compressed"}
 OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
@@ -78,6 +78,7 @@ class Spec:
     scale: dict[str, float] = field(default_factory=dict)  # label -> extra latency factor
     jitter: bool = True  # False: boots of one kernel agree (micro latencies)
     cache: bool = False  # write cache-model plugin output for micro boots
+    only: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> its only workloads
 
 
 def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) -> str:
@@ -182,6 +183,8 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
         for w in spec.workloads:
             for m in WORKLOAD_MEM.get(w, (1024,)):
                 for label in spec.kernels:
+                    if label in spec.only and w not in spec.only[label]:
+                        continue
                     bid = f"{label}--{w}--m{m}--r{rep}"
                     status = spec.failed.get(bid, "ok")
                     smp = WORKLOAD_SMP.get(w, 1)

@@ -152,3 +152,17 @@ def test_report_peer_and_cache_sections(tmp_path):
     assert "L1D 48K/12" in cache and "+ 200 per LLC miss" in cache
     assert "| batch order-0 pair, module tag: baseline LLC misses - off >= 1 | +1.00 | yes |" in cache
     assert "| batch order-0 pair, module tag: packed LLC misses within 0.1 of off | 0.00 | yes |" in cache
+
+
+def test_kernel_limited_to_some_workloads_gets_no_empty_cells(tmp_path):
+    # bench/kernels "@mem": a kernel with memory boots only must not become
+    # an all-"n/a" column of the micro tables.
+    spec = synth.Spec(kernels=synth.KERNELS + ("packed-memonly",), workloads=("micro", "mem"), reps=1,
+                      data_of={"packed-memonly": "packed-ext16"}, only={"packed-memonly": ("mem",)})
+    run = synth.make_run(tmp_path, spec)
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    assert "n/a" not in md
+    micro = md[md.index("## Page allocator fast path"):md.index("Guest RAM 1024 MiB")]
+    mem = md[md.index("Guest RAM 1024 MiB"):]
+    assert "packed-memonly" not in micro and "| packed-memonly |" in mem
