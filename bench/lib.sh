@@ -53,6 +53,18 @@ kernel_runs() {
 	[ -z "$_only" ] || echo ",$_only," | grep -q ",$2,"
 }
 
+# series_objects SRC: the objects (dir/file.o) of the C files the series
+# change in source tree SRC (against tag pristine) and of every C file that
+# calls the page tag API, for single-object compile checks.  Only files in a
+# kbuild directory can be built as objects.
+series_objects() {
+	( git -C "$1" diff --name-only pristine HEAD -- '*.c'
+	  git -C "$1" grep -l -E 'page_tag_(load|xchg)|pgalloc_tag_|alloc_tag_from_idx|page_cpupid_borrowed' -- '*.c'
+	) | sort -u | while read -r _f; do
+		if [ -f "$1/$(dirname "$_f")/Makefile" ]; then echo "${_f%.c}.o"; fi
+	done
+}
+
 # Series (patch directories) applied for a source tree, in order.  The
 # upstream peer tree "up" (Linux 7.3, bench/fetch-peer) gets no series, only
 # the benchmark's own test patches named in bench/peer-patches.

@@ -9,6 +9,7 @@ import subprocess
 
 from bench import parse
 from tests.guest import BUILD_DIR, REPO, TEST_DIR, boot
+from tests.test_system import expected, module_sites
 
 OUT = BUILD_DIR / "out" / "distro-check"
 
@@ -98,25 +99,16 @@ def numab(name, append=""):
 
 def attributed(b):
     """alloctag_test's call sites have their exact bytes after alloc, 0 after free."""
-    exp = {}
-    for ln in b.file("expected.txt").splitlines():
-        line, site, nbytes, calls, kind = ln.split()
-        exp[int(line)] = (int(nbytes), int(calls), kind)
-    assert len(exp) == 6, f"unexpected {b.dir}/result/expected.txt"
+    exp = expected(b)
     for snap, zero in (("alloc", False), ("free", True), ("after", True)):
-        text = b.file(f"allocinfo-{snap}.txt")
-        assert text, f"no allocinfo-{snap}.txt in {b.dir}/result"
-        got = {}
-        for a in parse.allocinfo(text):
-            m = re.search(r"alloctag_test\.c:(\d+) \[alloctag_test\]", a.tag)
-            if m:
-                got[int(m.group(1))] = (a.bytes, a.calls)
-        for line, (nbytes, calls, kind) in exp.items():
+        got = module_sites(b, snap)
+        for line, (_site, nbytes, calls, kind) in exp.items():
             assert line in got, f"line {line} missing from allocinfo-{snap}"
+            have = (got[line].bytes, got[line].calls)
             if zero:
-                assert got[line] == (0, 0), (snap, line, got[line])
+                assert have == (0, 0), (snap, line, have)
             elif kind == "exact":
-                assert got[line] == (nbytes, calls), (snap, line, got[line])
+                assert have == (nbytes, calls), (snap, line, have)
 
 
 def vmstat(b, snap):
