@@ -49,6 +49,9 @@ class Boot:
     status: str
     cmdline_extra: str = ""
     wall_s: int = 0
+    # The kernel label's own command line (bench/kernels), without the
+    # workload's; None in runs recorded before boots.jsonl had it.
+    kernel_args: str | None = None
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,8 @@ def _boot(p: Path, i: int, e: object) -> Boot:
                     workload=str(e["workload"]), mem_mb=int(e["mem_mb"]), smp=int(e.get("smp", 1)),
                     rep=int(e.get("rep", 1)), status=str(e["status"]),
                     cmdline_extra=str(e.get("cmdline_extra", "")).strip(),
-                    wall_s=int(e.get("wall_s", 0)))
+                    wall_s=int(e.get("wall_s", 0)),
+                    kernel_args=str(e["kernel_args"]).strip() if "kernel_args" in e else None)
     except KeyError as k:
         raise AnalysisError(f"{p}: boots[{i}] lacks key {k}") from None
     except (TypeError, ValueError):

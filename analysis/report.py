@@ -243,7 +243,7 @@ def kernel_table(run: Run) -> list[str]:
     for k in run.kernels:
         boots = [d.boot for d in run.boots if d.boot.kernel == k]
         variant = boots[0].variant if boots else "?"
-        extra = sorted({b.cmdline_extra for b in boots})
+        extra = sorted({b.cmdline_extra if b.kernel_args is None else b.kernel_args for b in boots})
         info = bi.get(variant) or {}
         rows.append([k, variant, modes.get(k, "not reported"), "; ".join(e for e in extra if e) or "-",
                      str(info.get("kernel_release", "not recorded")), str(info.get("config_hash", "-")),

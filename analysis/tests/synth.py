@@ -22,6 +22,8 @@ TREE_SCALE = {"up-off": 1.2, "up-pageext": 1.2, "up-compressed": 1.2}
 VARIANT = {"up-off": "up-off", "up-pageext": "up", "up-compressed": "up",
            "off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
            "packed": "packed", "packed-ext16": "packed", "packed-memonly": "packed"}
+# What run-bench appends to every boot of a workload (its ARGS).
+WORKLOAD_ARGS = {"micro": "samples=1000 warmup=100 parallel=0", "micro-smp": "samples=1000 parallel=2"}
 CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16",
            "up-pageext": "sysctl.vm.mem_profiling=1", "up-compressed": "sysctl.vm.mem_profiling=1,compressed"}
 OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
@@ -190,7 +192,10 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                     smp = WORKLOAD_SMP.get(w, 1)
                     boots.append({"id": bid, "kernel": label, "variant": VARIANT.get(label, label),
                                   "workload": w, "mem_mb": m, "smp": smp, "rep": rep,
-                                  "cmdline_extra": CMDLINE.get(label, ""), "status": status,
+                                  "kernel_args": CMDLINE.get(label, ""),
+                                  "cmdline_extra": " ".join(filter(None, [CMDLINE.get(label, ""),
+                                                                          WORKLOAD_ARGS.get(w, "")])),
+                                  "status": status,
                                   "wall_s": 10, "qemu_cmdline": "qemu-system-x86_64 ..."})
                     if status == "ok":
                         _write_boot(run / "boots" / bid / "result", spec.data_of.get(label, label),

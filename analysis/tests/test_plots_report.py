@@ -58,6 +58,9 @@ def test_report_content(generated):
     assert "Lowest throughput relative to off: baseline" in md
     for f in ("memory-overhead", "latency-overhead-micro", "throughput-relative"):
         assert f"]({f}.png)" in md
+    # the kernel table names each label's own command line, not the workloads'
+    row = next(line for line in md.splitlines() if line.startswith("| baseline-nopf | "))
+    assert "| sysctl.vm.mem_profiling=0 |" in row and "samples=" not in row
     assert b"<dc:date>" not in first["memory-overhead.svg"]
     assert b"tIME" not in first["memory-overhead.png"]
 
