@@ -435,17 +435,20 @@ def cache_params_text(run: Run) -> str:
 
 def cache_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Per kernel: LLC misses and estimated cycles per op (mean), and the
-    difference to the kernel's own off, for hot and batch patterns."""
+    difference to the kernel's own off, for hot and batch patterns.  Kernels
+    that did not run workload w get no column; one that ran it without cache
+    data gets "missing" cells."""
+    kernels = [k for k in run.kernels if rows.has_kernel(k, w)]
     body = []
     for op, olabel in CACHE_OPS:
         for prefix, site in SITES:
             for pat, plabel in CACHE_PATTERNS:
                 for phase in ("alloc", "free", "pair"):
                     base = f"cache.{prefix}{op}{pat}_{phase}"
-                    if not any(rows.get(k, w, f"{base}.llc_miss.mean") for k in run.kernels):
+                    if not any(rows.get(k, w, f"{base}.llc_miss.mean") for k in kernels):
                         continue
                     cells = []
-                    for k in run.kernels:
+                    for k in kernels:
                         miss = rows.value(k, w, f"{base}.llc_miss.mean")
                         cyc = rows.value(k, w, f"{base}.est_cycles.mean")
                         dc = rows.value(k, w, f"{base}.est_cycles.mean.delta")
@@ -458,7 +461,7 @@ def cache_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
                     body.append([olabel, site, plabel, phase] + cells)
     if not body:
         return []
-    return table(["Operation", "Call site", "Pattern", "Phase"] + run.kernels, body)
+    return table(["Operation", "Call site", "Pattern", "Phase"] + kernels, body)
 
 
 def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:

@@ -161,11 +161,13 @@ def test_kernel_limited_to_some_workloads_gets_no_empty_cells(tmp_path):
     # bench/kernels "@mem": a kernel with memory boots only must not become
     # an all-"n/a" column of the micro tables.
     spec = synth.Spec(kernels=synth.KERNELS + ("packed-memonly",), workloads=("micro", "mem"), reps=1,
-                      data_of={"packed-memonly": "packed-ext16"}, only={"packed-memonly": ("mem",)})
+                      data_of={"packed-memonly": "packed-ext16"}, only={"packed-memonly": ("mem",)},
+                      cache=True)
     run = synth.make_run(tmp_path, spec)
     assert plots.main([str(run)]) == 0
     md = (run / "analysis" / "report.md").read_text()
-    assert "n/a" not in md
+    assert "n/a" not in md and "missing" not in md
+    assert "## Cache model" in md
     micro = md[md.index("## Page allocator fast path"):md.index("Guest RAM 1024 MiB")]
     mem = md[md.index("Guest RAM 1024 MiB"):]
     assert "packed-memonly" not in micro and "| packed-memonly |" in mem
