@@ -201,3 +201,30 @@ def test_module_with_5000_tags_loads_and_accounts_through_every_tag():
         assert set(got) == {want}, (snap, sorted(set(got))[:5])
     assert b.file("many-unload.txt").strip() == "unloaded"
     assert not parse.warnings(b.dmesg), parse.warnings(b.dmesg)
+
+
+def test_module_with_more_tags_than_the_index_space_loads_and_overflows():
+    # 70,000 tags: no alloc_tag.index_limit=, the 16-bit index space itself
+    # runs out.  The tags that got no index share the module's overflow
+    # entry, which /proc/allocinfo shows and which accounts their pages.
+    b = many_tags("packed")
+    assert b.file("huge-load.txt").strip() == "loaded", b.file("huge-insmod-error.txt")
+    assert not b.file("errors.txt"), b.file("errors.txt")
+    m = re.search(r"module alloctag_huge: (\d+) of 70000 allocation tags got no index", b.dmesg)
+    assert m, "no overflow warning for alloctag_huge in dmesg"
+    # The kernel's tags, the shared overflow entry and index 0 come first.
+    kernel_tags = parse.page_refs_report(b.dmesg).kernel_tags
+    assert int(m.group(1)) >= 70000 - (65536 - kernel_tags - 2), m.group(0)
+    assert int(b.file("huge-index-used.txt")) <= 65536
+    assert b.file("huge-alloc.txt").strip() == "tags 70000 pages 2"
+    alloc = parse.allocinfo(b.file("allocinfo-huge-alloc.txt"))
+    first = [a for a in alloc if "[alloctag_huge] func:huge_tags" in a.tag]
+    over = [a for a in alloc if a.tag.startswith("index_overflow:0 [alloctag_huge]")]
+    # The first tag has an index and counts its page; the last does not and
+    # its page counts on the overflow entry; nothing else counts.
+    assert [(a.bytes, a.calls) for a in first] == [(4096, 1)], alloc
+    assert [(a.bytes, a.calls) for a in over] == [(4096, 1)], alloc
+    assert len(alloc) == 2, alloc
+    assert parse.allocinfo(b.file("allocinfo-huge-free.txt")) == []
+    assert b.file("huge-unload.txt").strip() == "unloaded"
+    assert not parse.warnings(b.dmesg), parse.warnings(b.dmesg)
