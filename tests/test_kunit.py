@@ -8,7 +8,7 @@ EXPECTED = {
     "module_tag_index_round_trip",
     "module_range_reused_only_when_idle",
     "module_overflow_goes_to_named_entry",
-    "released_entries_outlive_a_grace_period",
+    "released_entries_outlive_rcu_readers",
     "boot_mode_falls_back_when_tags_do_not_fit",
     "index_set_and_clear_keep_other_fields",
     "concurrent_index_updates_keep_flag_bits",
@@ -58,5 +58,5 @@ def test_kunit_alloc_tag_index_suite_passes_in_page_ext16_mode():
     # The page->flags cases do not apply in this mode, the others must run.
     ran = {n for n, c in cases.items() if c.result == "ok"}
     assert {"kernel_tag_index_round_trip", "module_overflow_goes_to_named_entry",
-            "released_entries_outlive_a_grace_period", "split_tags_every_subpage", "copy_moves_tag_and_accounting",
+            "released_entries_outlive_rcu_readers", "split_tags_every_subpage", "copy_moves_tag_and_accounting",
             "module_tags_get_counters_of_their_own", "page_ext_clients_stay_aligned"} <= ran
