@@ -18,9 +18,8 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/proc_fs.h>
-#include <linux/seq_file.h>
-#include <linux/uaccess.h>
+
+#include "alloctag_pages_proc.h"
 
 #define ALLOCTAG_HUGE_TAGS	70000
 
@@ -52,17 +51,16 @@ static struct alloc_tag huge_tags[ALLOCTAG_HUGE_TAGS] __used __aligned(8)
 
 static struct page *held[2];
 static unsigned int nr_held;
-static DEFINE_MUTEX(lock);
 
-static void free_all(void)
+static void pages_free(void)
 {
 	while (nr_held)
 		__free_page(held[--nr_held]);
 }
 
-static int alloc_two(void)
+static int pages_alloc(void)
 {
-	free_all();
+	pages_free();
 	held[0] = alloc_through(0);
 	if (!held[0])
 		return -ENOMEM;
@@ -74,57 +72,20 @@ static int alloc_two(void)
 	return 0;
 }
 
-static ssize_t huge_write(struct file *file, const char __user *ubuf,
-			  size_t len, loff_t *ppos)
+static void pages_show(struct seq_file *m)
 {
-	char cmd[16] = "";
-	int ret = 0;
-
-	if (copy_from_user(cmd, ubuf, min(len, sizeof(cmd) - 1)))
-		return -EFAULT;
-	mutex_lock(&lock);
-	if (!strncmp(cmd, "alloc", 5))
-		ret = alloc_two();
-	else if (!strncmp(cmd, "free", 4))
-		free_all();
-	else
-		ret = -EINVAL;
-	mutex_unlock(&lock);
-	return ret ? ret : len;
-}
-
-static int huge_show(struct seq_file *m, void *v)
-{
-	mutex_lock(&lock);
 	seq_printf(m, "tags %u pages %u\n", NR_TAGS, nr_held);
-	mutex_unlock(&lock);
-	return 0;
 }
-
-static int huge_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, huge_show, NULL);
-}
-
-static const struct proc_ops huge_ops = {
-	.proc_open	= huge_open,
-	.proc_read	= seq_read,
-	.proc_write	= huge_write,
-	.proc_lseek	= seq_lseek,
-	.proc_release	= single_release,
-};
 
 static int __init huge_init(void)
 {
-	return proc_create("alloctag_huge", 0600, NULL, &huge_ops) ? 0 : -ENOMEM;
+	return proc_create("alloctag_huge", 0600, NULL, &pages_proc_ops) ? 0 : -ENOMEM;
 }
 
 static void __exit huge_exit(void)
 {
 	remove_proc_entry("alloctag_huge", NULL);
-	mutex_lock(&lock);
-	free_all();
-	mutex_unlock(&lock);
+	pages_free();
 }
 
 module_init(huge_init);

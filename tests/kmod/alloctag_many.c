@@ -14,17 +14,16 @@
 #include <linux/gfp.h>
 #include <linux/mm.h>
 #include <linux/module.h>
-#include <linux/proc_fs.h>
-#include <linux/seq_file.h>
-#include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+
+#include "alloctag_pages_proc.h"
 
 #define ALLOCTAG_MANY_SITES	5000
 
 /*
  * Each B1 is a block with an allocation tag of its own, as every
  * alloc_hooks() expansion has (DEFINE_ALLOC_TAG, with whatever counters
- * the kernel gives module tags); alloc_all() allocates through them with
+ * the kernel gives module tags); pages_alloc() allocates through them with
  * alloc_hooks_tag().  Tags without a call site each keep this module
  * small and quick to build.
  */
@@ -49,19 +48,18 @@ static noinline void collect_tags(void)
 
 static struct page **held;
 static unsigned int nr_held;
-static DEFINE_MUTEX(lock);
 
-static void free_all(void)
+static void pages_free(void)
 {
 	while (nr_held)
 		__free_page(held[--nr_held]);
 }
 
-static int alloc_all(void)
+static int pages_alloc(void)
 {
 	unsigned int i;
 
-	free_all();
+	pages_free();
 	for (i = 0; i < nr_tags; i++) {
 		struct page *page = alloc_through(tags[i]);
 
@@ -72,45 +70,10 @@ static int alloc_all(void)
 	return 0;
 }
 
-static ssize_t many_write(struct file *file, const char __user *ubuf,
-			  size_t len, loff_t *ppos)
+static void pages_show(struct seq_file *m)
 {
-	char cmd[16] = "";
-	int ret = 0;
-
-	if (copy_from_user(cmd, ubuf, min(len, sizeof(cmd) - 1)))
-		return -EFAULT;
-	mutex_lock(&lock);
-	if (!strncmp(cmd, "alloc", 5))
-		ret = alloc_all();
-	else if (!strncmp(cmd, "free", 4))
-		free_all();
-	else
-		ret = -EINVAL;
-	mutex_unlock(&lock);
-	return ret ? ret : len;
-}
-
-static int many_show(struct seq_file *m, void *v)
-{
-	mutex_lock(&lock);
 	seq_printf(m, "sites %u pages %u\n", nr_tags, nr_held);
-	mutex_unlock(&lock);
-	return 0;
 }
-
-static int many_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, many_show, NULL);
-}
-
-static const struct proc_ops many_ops = {
-	.proc_open	= many_open,
-	.proc_read	= seq_read,
-	.proc_write	= many_write,
-	.proc_lseek	= seq_lseek,
-	.proc_release	= single_release,
-};
 
 static int __init many_init(void)
 {
@@ -119,7 +82,7 @@ static int __init many_init(void)
 	if (!held || !tags)
 		goto nomem;
 	collect_tags();
-	if (proc_create("alloctag_many", 0600, NULL, &many_ops))
+	if (proc_create("alloctag_many", 0600, NULL, &pages_proc_ops))
 		return 0;
 nomem:
 	vfree(tags);
@@ -130,7 +93,7 @@ nomem:
 static void __exit many_exit(void)
 {
 	remove_proc_entry("alloctag_many", NULL);
-	free_all();
+	pages_free();
 	vfree(tags);
 	vfree(held);
 }
