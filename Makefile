@@ -77,8 +77,12 @@ test: deps
 bench: modules initramfs
 	@R=$(R) QUICK=$(QUICK) bench/run-bench
 
-bench-all: bench
-	@$(MAKE) --no-print-directory plots RUN=$$(ls -1d results/*/ 2>/dev/null | tail -n1 | xargs -r basename)
+# Plots the run it made: run ids sort by date, but "-quick" and named runs
+# (RUN_ID=...) do not sort after the newest one.
+bench-all: modules initramfs
+	@id=$${RUN_ID:-$$(date -u +%Y%m%d-%H%M%S)$(if $(filter 1,$(QUICK)),-quick)}; \
+	R=$(R) QUICK=$(QUICK) RUN_ID=$$id bench/run-bench && \
+	$(MAKE) --no-print-directory plots RUN=$$id
 
 plots:
 	@$(PYTHON) -m analysis.plots $(if $(filter tcg,$(TIMING)),--allow-tcg) $(if $(RUN),results/$(RUN),results)
