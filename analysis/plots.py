@@ -283,7 +283,9 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
             vals = [idx.valid(k, mw, "page_ext_bytes_per_page").value for k in mem]
             bars = a1.bar(range(len(mem)), vals, color=[colour(k, run.kernels) for k in mem])
             for b, v in zip(bars, vals):
-                a1.annotate(f"{v:.2f} B", (b.get_x() + b.get_width() / 2, v), ha="center", va="bottom")
+                # "0", not "0.00 B": seven bars' labels must not run together
+                a1.annotate(f"{v:.2f}".rstrip("0").rstrip("."), (b.get_x() + b.get_width() / 2, v),
+                            ha="center", va="bottom")
             a1.axhline(TALK_PAGE_EXT_BYTES, color="black", ls="--", lw=2)
             a1.text(0.98, TALK_PAGE_EXT_BYTES * 1.18, "talk: 8 B/page\n(0.2% of RAM)",
                     transform=a1.get_yaxis_transform(), ha="right", va="bottom", fontsize=17)
