@@ -208,7 +208,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
     variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
     (run / "fastpath-insns.csv").write_text(
         "variant,function,instructions,delta_vs_off\n"
-        + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]}\n" for v in variants))
+        + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]}\n" for v in variants)
+        # a function only the peer tree has
+        + "".join(f"{v},___free_pages,36,{STATIC_HOOK[v]}\n" for v in variants if v.startswith("up")))
     manifest = {
         "run_id": spec.run_id, "state": spec.state, "git_revision": "0" * 40, "git_dirty": False,
         "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,

@@ -155,6 +155,10 @@ def test_report_peer_and_cache_sections(tmp_path):
     assert "L1D 48K/12" in cache and "+ 200 per LLC miss" in cache
     assert "| batch order-0 pair, module tag: baseline LLC misses - off >= 1 | +1.00 | yes |" in cache
     assert "| batch order-0 pair, module tag: packed LLC misses within 0.1 of off | 0.00 | yes |" in cache
+    # a function only one tree has is named as absent there, not "missing"
+    assert "| Variant | `post_alloc_hook` | `___free_pages` |" in md
+    assert "| packed | 45 (+16) | not in 6.12 |" in md and "| up-off | 29 (0) | 36 (0) |" in md
+    assert "missing" not in md
 
 
 def test_kernel_limited_to_some_workloads_gets_no_empty_cells(tmp_path):
