@@ -353,15 +353,21 @@ def kernel_variant(manifest: dict, kernel: str) -> str | None:
     return None
 
 
+def variant_tree(manifest: dict, variant: str) -> str | None:
+    """The source tree a kernel variant was built from (its build info)."""
+    info = manifest.get("build_info") or {}
+    bi = info.get(variant) if isinstance(info, dict) else None
+    return str(bi["tree"]) if isinstance(bi, dict) and bi.get("tree") else None
+
+
 def kernel_tree(manifest: dict, kernel: str) -> str:
     """The source tree of a kernel label: from the build info of the variant
     its boots ran, or, without it, from the label (peer labels start "up-")."""
-    info = manifest.get("build_info") or {}
     for b in manifest.get("boots") or []:
         if isinstance(b, dict) and b.get("kernel") == kernel:
-            bi = info.get(b.get("variant")) if isinstance(info, dict) else None
-            if isinstance(bi, dict) and bi.get("tree"):
-                return str(bi["tree"])
+            tree = variant_tree(manifest, str(b.get("variant")))
+            if tree:
+                return tree
             break
     return PEER_TREE if kernel.startswith("up-") else "6.12"
 

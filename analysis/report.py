@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import stats
-from analysis.load import PEER_TREE, REFERENCE, Run
+from analysis.load import PEER_TREE, REFERENCE, Run, variant_tree
 from analysis.summarize import BASELINE, KERNEL_SITE_PREFIX, NOPF, Row, Summary
 
 
@@ -412,19 +412,15 @@ def static_insns_table(run: Run) -> list[str]:
     funcs = list(dict.fromkeys(r["function"] for r in recs))
     variants = list(dict.fromkeys(r["variant"] for r in recs))
     by = {(r["variant"], r["function"]): r for r in recs}
-    bi = run.manifest.get("build_info") or {}
-
-    def tree(v: str) -> str:
-        info = bi.get(v) if isinstance(bi, dict) else None
-        return str(info.get("tree", "?")) if isinstance(info, dict) else "?"
+    peer_variants = {v for v in variants if variant_tree(run.manifest, v) == PEER_TREE}
 
     def cell(v: str, f: str) -> str:
         if (v, f) in by:
             return f"{by[v, f]['instructions']} ({signed(float(by[v, f]['delta_vs_off']), 0, '')})"
         # A function another variant of the same tree has is missing; one
         # that no variant of this tree has does not exist there.
-        peer = tree(v) == PEER_TREE
-        if any((u, f) in by for u in variants if (tree(u) == PEER_TREE) == peer):
+        peer = v in peer_variants
+        if any((u, f) in by for u in variants if (u in peer_variants) == peer):
             return "missing"
         return f"not in {'7.3' if peer else '6.12'}"
 
