@@ -88,17 +88,23 @@ def _result_dir(tmp_path, payload_files, corrupt=None):
             t.addfile(info, io.BytesIO(data))
     data = buf.getvalue()
     trailer = f"ALLOCTAG-END sha256={hashlib.sha256(data).hexdigest()} bytes={len(data)}\n"
-    blob = data + trailer.encode()
+    # A UART may emit a byte while the guest probes it (QEMU wrote 0xff):
+    # the data start after the BEGIN line, not at offset 0.
+    begin = b"\xffALLOCTAG-BEGIN\n"
+    blob = begin + data + trailer.encode()
     if corrupt == "truncate":
-        blob = data[: len(data) // 2]
+        blob = begin + data[: len(data) // 2]
     elif corrupt == "flip":
-        blob = bytes([data[0] ^ 1]) + data[1:] + trailer.encode()
+        blob = begin + bytes([data[0] ^ 1]) + data[1:] + trailer.encode()
+    elif corrupt == "no-begin":
+        blob = data + trailer.encode()
     (tmp_path / "result.tar").write_bytes(blob)
     return tmp_path
 
 
 @pytest.mark.parametrize("corrupt,status", [(None, "ok"), ("truncate", "no-result"),
-                                            ("flip", "bad-checksum")])
+                                            ("flip", "bad-checksum"),
+                                            ("no-begin", "no-result")])
 def test_result_channel_detects_truncation_and_corruption(tmp_path, corrupt, status):
     import subprocess
     from tests.guest import REPO
