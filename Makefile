@@ -77,12 +77,13 @@ test: deps
 bench: modules initramfs
 	@R=$(R) QUICK=$(QUICK) bench/run-bench
 
-# Plots the run it made: run ids sort by date, but "-quick" and named runs
-# (RUN_ID=...) do not sort after the newest one.
+# Plots the run it made (run-bench names it in RUN_ID_FILE): run ids sort
+# by date, but "-quick" and named runs (RUN_ID=...) do not sort after the
+# newest one.
 bench-all: modules initramfs
-	@id=$${RUN_ID:-$$(date -u +%Y%m%d-%H%M%S)$(if $(filter 1,$(QUICK)),-quick)}; \
-	R=$(R) QUICK=$(QUICK) RUN_ID=$$id bench/run-bench && \
-	$(MAKE) --no-print-directory plots RUN=$$id
+	@f=$$(mktemp) && trap 'rm -f "$$f"' EXIT && \
+	R=$(R) QUICK=$(QUICK) RUN_ID_FILE=$$f bench/run-bench && \
+	$(MAKE) --no-print-directory plots RUN="$$(cat "$$f")"
 
 plots:
 	@$(PYTHON) -m analysis.plots $(if $(filter tcg,$(TIMING)),--allow-tcg) $(if $(RUN),results/$(RUN),results)

@@ -13,6 +13,8 @@
 #include <linux/seq_file.h>
 #include <linux/uaccess.h>
 
+#include "alloctag_proc.h"
+
 static int pages_alloc(void);
 static void pages_free(void);
 static void pages_show(struct seq_file *m);
@@ -46,17 +48,6 @@ static int pages_seq_show(struct seq_file *m, void *v)
 	return 0;
 }
 
-static int pages_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, pages_seq_show, NULL);
-}
-
-static const struct proc_ops pages_proc_ops = {
-	.proc_open	= pages_open,
-	.proc_read	= seq_read,
-	.proc_write	= pages_write,
-	.proc_lseek	= seq_lseek,
-	.proc_release	= single_release,
-};
+ALLOCTAG_PROC_OPS(pages_proc_ops, pages_seq_show, pages_write);
 
 #endif

@@ -24,6 +24,7 @@
 #include <linux/vmalloc.h>
 
 #include "alloctag_keeper.h"
+#include "alloctag_proc.h"
 
 struct site {
 	const char *name;
@@ -221,18 +222,7 @@ static int ctl_show(struct seq_file *m, void *v)
 	return 0;
 }
 
-static int ctl_open(struct inode *inode, struct file *file)
-{
-	return single_open(file, ctl_show, NULL);
-}
-
-static const struct proc_ops ctl_ops = {
-	.proc_open = ctl_open,
-	.proc_read = seq_read,
-	.proc_write = ctl_write,
-	.proc_lseek = seq_lseek,
-	.proc_release = single_release,
-};
+ALLOCTAG_PROC_OPS(ctl_ops, ctl_show, ctl_write);
 
 static int __init alloctag_test_init(void)
 {
