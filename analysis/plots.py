@@ -74,7 +74,7 @@ def _err(rows: list[Row | None]) -> tuple[np.ndarray, bool]:
 
 
 def _interval_label(run: Run, workload: str) -> str:
-    return "error bars: min..max over boots" if run.deterministic(workload) else "error bars: 95% bootstrap CI"
+    return "error bars: min..max over boots" if run.deterministic else "error bars: 95% bootstrap CI"
 
 
 def _bars(ax, cats: list[str], kernels: list[str], get, run: Run, horizontal: bool) -> None:
@@ -238,7 +238,7 @@ def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
         pad = max((hi - lo) * 0.3, 0.02)
         ax.set_ylim(lo - pad, hi + pad)
     ax.set_ylabel("throughput relative to off (higher is better)")
-    det = "min..max over boots" if run.deterministic("stress") else "95% bootstrap CI"
+    det = "min..max over boots" if run.deterministic else "95% bootstrap CI"
     unit = "per virtual second (instructions)" if run.timing == "icount" else "per second"
     ax.set_title(f"stress-ng bogo-ops and fio bandwidth {unit}; error bars: {det}", fontsize=15)
     _legend(ax)

@@ -152,7 +152,7 @@ class _Collector:
         key = (workload, metric)
         g = self.groups.get(key)
         if g is None:
-            g = self.groups[key] = _Group(mdef, self.run.deterministic(d.boot.workload))
+            g = self.groups[key] = _Group(mdef, self.run.deterministic)
         g.values[d.boot.kernel].append(value)
         if note:
             g.notes[d.boot.kernel].add(note)

@@ -175,3 +175,13 @@ def test_kernel_limited_to_some_workloads_gets_no_empty_cells(tmp_path):
     micro = md[md.index("## Page allocator fast path"):md.index("Guest RAM 1024 MiB")]
     mem = md[md.index("Guest RAM 1024 MiB"):]
     assert "packed-memonly" not in micro and "| packed-memonly |" in mem
+
+
+@pytest.mark.parametrize("jitter", [True, False])
+def test_tail_sentence_claims_replay_only_where_boots_agree(tmp_path, jitter):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("micro",), jitter=jitter))
+    assert plots.main([str(run)]) == 0
+    text = (run / "analysis" / "report.md").read_text()
+    assert "The longest tail relative to its median is" in text
+    # jitter: the synthetic boots of every kernel disagree on the latencies
+    assert ("its boots agree: the same in every boot" in text) == (not jitter)
