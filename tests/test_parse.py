@@ -124,3 +124,35 @@ def test_alloc_bench_zero_clock_or_zero_latency_is_an_error():
         parse.alloc_bench(ok.replace("clock_cost=44", "clock_cost=0"))
     with pytest.raises(parse.ParseError, match="p50 of 0 for pages_o0_alloc"):
         parse.alloc_bench(ok.replace("480,486,486,486,486,490", "0,0,0,0,0,999848"))
+
+
+@pytest.mark.parametrize("payload,status", [(b"", "no-result"), (b"\xffALLOCTAG-BEGIN\nxx", "no-result")])
+def test_boot_records_a_missing_result_instead_of_dying(tmp_path, payload, status):
+    """bench/boot under a stand-in QEMU that reaches userspace but sends no
+    valid result: the boot fails with check-result's verdict in DIR/status
+    (it used to end without a status: set -e and a failing assignment)."""
+    import os
+    import subprocess
+    from tests.guest import REPO
+    build = tmp_path / "build"
+    (build / "out/off/arch/x86/boot").mkdir(parents=True)
+    (build / "out/off/arch/x86/boot/bzImage").write_bytes(b"k")
+    (build / "initramfs").mkdir()
+    (build / "initramfs/base.cpio.gz").write_bytes(b"i")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "payload").write_bytes(payload)
+    fake = bin_dir / "qemu-system-x86_64"
+    fake.write_text("#!/bin/sh\n"
+                    "n=0\n"
+                    "for a; do case $a in file:*) n=$((n + 1)); f=${a#file:};\n"
+                    "  if [ $n = 1 ]; then echo 'ALLOCTAG-GUEST: userspace reached' >\"$f\";\n"
+                    f"  else cat {tmp_path / 'payload'} >\"$f\"; fi;; esac; done\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, BUILD_DIR=str(build), PATH=f"{bin_dir}:{os.environ['PATH']}")
+    d = tmp_path / "boot"
+    r = subprocess.run([str(REPO / "bench/boot"), "-k", "off", "-o", str(d), "-t", "icount"],
+                       env=env, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert (d / "status").read_text().strip() == status
+    assert f"failed: {status}" in r.stderr
