@@ -56,22 +56,18 @@ def _msg(exc_info) -> str:
     return msg
 
 
-def test_corrupt_csv_names_the_file(tmp_path):
-    run = synth.make_run(tmp_path)
-    p = run / "boots" / "packed--micro--m1024--r2" / "result" / "alloc_bench.csv"
-    p.write_text(p.read_text().replace("# end\n", ""))
+@pytest.mark.parametrize("workload,boot,name,corrupt,what", [
+    ("micro", "packed--micro--m1024--r2", "alloc_bench.csv", lambda t: t.replace("# end\n", ""),
+     "truncated"),
+    ("fio", "off--fio--m1024--r1", "fio.json", lambda t: t[:-20], "JSON"),
+])
+def test_corrupt_result_file_is_named(tmp_path, workload, boot, name, corrupt, what):
+    run = synth.make_run(tmp_path, synth.Spec(workloads=(workload,)))
+    p = run / "boots" / boot / "result" / name
+    p.write_text(corrupt(p.read_text()))
     with pytest.raises(AnalysisError) as e:
         load.load_run(run)
-    assert str(p) in _msg(e) and "truncated" in _msg(e)
-
-
-def test_corrupt_fio_json_names_the_file(tmp_path):
-    run = synth.make_run(tmp_path, synth.Spec(workloads=("fio",)))
-    p = run / "boots" / "off--fio--m1024--r1" / "result" / "fio.json"
-    p.write_text(p.read_text()[:-20])
-    with pytest.raises(AnalysisError) as e:
-        load.load_run(run)
-    assert str(p) in _msg(e) and "JSON" in _msg(e)
+    assert str(p) in _msg(e) and what in _msg(e)
 
 
 def test_missing_result_file_of_ok_boot(tmp_path):
