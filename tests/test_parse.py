@@ -149,7 +149,8 @@ def test_boot_records_a_missing_result_instead_of_dying(tmp_path, payload, statu
                     "  if [ $n = 1 ]; then echo 'ALLOCTAG-GUEST: userspace reached' >\"$f\";\n"
                     f"  else cat {tmp_path / 'payload'} >\"$f\"; fi;; esac; done\n")
     fake.chmod(0o755)
-    env = dict(os.environ, BUILD_DIR=str(build), PATH=f"{bin_dir}:{os.environ['PATH']}")
+    env = dict(os.environ, BUILD_DIR=str(build), CACHESIM="0",
+               PATH=f"{bin_dir}:{os.environ['PATH']}")
     d = tmp_path / "boot"
     r = subprocess.run([str(REPO / "bench/boot"), "-k", "off", "-o", str(d), "-t", "icount"],
                        env=env, capture_output=True, text=True)
