@@ -73,7 +73,7 @@ def _err(rows: list[Row | None]) -> tuple[np.ndarray, bool]:
     return np.array([lo, hi]), any_ci
 
 
-def _interval_label(run: Run, workload: str) -> str:
+def _interval_label(run: Run) -> str:
     return "error bars: min..max over boots" if run.deterministic else "error bars: 95% bootstrap CI"
 
 
@@ -165,7 +165,7 @@ def plot_latency_overhead(run: Run, summary: Summary, out: Path, w: str) -> Figu
         _bars(ax, os, ks, lambda k, o: idx.valid(k, w, f"{o}.p50.overhead"), run, True)
         ax.axvline(0, color="black", lw=1)
         ax.set_xlabel("p50 latency overhead vs off (%)")
-        ax.set_title(f"{kind} ({_interval_label(run, w)})", fontsize=15)
+        ax.set_title(f"{kind} ({_interval_label(run)})", fontsize=15)
     _legend(axes[0][-1])
     unit = summarize.latency_unit(run)
     fig.suptitle(f"Allocator latency overhead, {w} (latency measured in {unit})")
@@ -238,9 +238,8 @@ def plot_throughput(run: Run, summary: Summary, out: Path) -> Figure | None:
         pad = max((hi - lo) * 0.3, 0.02)
         ax.set_ylim(lo - pad, hi + pad)
     ax.set_ylabel("throughput relative to off (higher is better)")
-    det = "min..max over boots" if run.deterministic else "95% bootstrap CI"
     unit = "per virtual second (instructions)" if run.timing == "icount" else "per second"
-    ax.set_title(f"stress-ng bogo-ops and fio bandwidth {unit}; error bars: {det}", fontsize=15)
+    ax.set_title(f"stress-ng bogo-ops and fio bandwidth {unit}; {_interval_label(run)}", fontsize=15)
     _legend(ax)
     _save(fig, out, "throughput-relative")
     return Figure("throughput", "stress", "throughput-relative", "stress-ng and fio relative throughput")
