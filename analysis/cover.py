@@ -1,0 +1,210 @@
+"""The "Measured" section of patches/packed-refs/0000-cover-letter.patch,
+generated from one run, so that the cover letter quotes the reference run
+and nothing typed by hand.
+
+  python3 -m analysis.cover results/<run-id>            print the section
+  python3 -m analysis.cover results/<run-id> --write    put it into the cover letter
+  python3 -m analysis.cover --check                     exit 1 if the cover letter's
+                                                        section is not what its run gives
+
+The section starts at the line "Measured" and ends before the next
+underlined heading or "Based on"; the run it names ("run <id>") is the one
+--check regenerates it from.  A number the run does not have is an error,
+never an empty cell."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+from analysis import summarize
+from analysis.load import AnalysisError, Run, load_run, resolve_run_dir
+from analysis.report import mem_workloads_from, num, signed
+from analysis.summarize import KERNEL_SITE_PREFIX, Summary
+
+REPO = Path(__file__).resolve().parent.parent
+COVER = REPO / "patches" / "packed-refs" / "0000-cover-letter.patch"
+HEADING = "Measured"
+
+# (kernel, label) rows of the order-0 table; "off" is printed absolute.
+PAIR_ROWS = (("off", "off (no profiling)"),
+             ("baseline", "6.12 page_ext pointer"),
+             ("packed", "this series, page->flags index"),
+             ("packed-ext16", "this series, page_ext16"),
+             ("packed-nopf", "this series, profiling off"),
+             ("baseline-nopf", "6.12, profiling off"),
+             ("up-pageext", "7.3 page_ext pointer (vs 7.3 off)"),
+             ("up-compressed", "7.3 compressed (vs 7.3 off)"),
+             ("up-nopf", "7.3, profiling off"))
+PEER_KERNELS = ("up-pageext", "up-compressed", "up-nopf")
+CACHE_KERNELS = (("baseline", "page_ext pointer"), ("packed", "page->flags index"),
+                 ("packed-ext16", "page_ext16"), ("up-pageext", "7.3 page_ext pointer"),
+                 ("up-compressed", "7.3 compressed"))
+WIDTH = 72
+
+
+class CoverError(AnalysisError):
+    pass
+
+
+def _need(rows: Summary, kernel: str, workload: str, metric: str) -> float:
+    v = rows.value(kernel, workload, metric)
+    if v is None:
+        raise CoverError(f"run has no {kernel} / {workload} / {metric}: cannot write the cover letter")
+    return v
+
+
+def _para(text: str) -> list[str]:
+    return textwrap.wrap(text, WIDTH, break_on_hyphens=False) + [""]
+
+
+def section(run: Run, rows: Summary) -> str:
+    """The Measured section for run (title line to the last line, no trailing blank)."""
+    have_peer = all(rows.has_kernel(k, "micro") for k in PEER_KERNELS)
+    pair = f"{KERNEL_SITE_PREFIX}pages_o0_pair.p50", "pages_o0_pair.p50"
+    out = [HEADING, "-" * len(HEADING)]
+    reps = max((r.n_boots for r in rows.rows), default=0)
+    flagged = [w for w in rows.warnings if "disagree" in w]
+    agree = ("the boots of every kernel agree on every metric" if reps >= 2 and not flagged
+             else f"{len(flagged)} workload(s) with metrics whose boots disagree" if flagged
+             else "one boot per kernel, determinism not checked")
+    out += _para(
+        "QEMU TCG with -icount shift=0,sleep=off (guest time = executed instructions), "
+        "guest config of the test harness; p50 of an in-kernel microbenchmark, in "
+        "instructions; \"pair\" is one allocation plus its free.  Kernel-tag sites are in "
+        "the kernel image, module-tag sites in the benchmark module."
+        + (" Linux 7.3 (Debian's linux-source-7.3, its 6.13+ compressed tags) is measured "
+           "the same way, each tree against its own kernel without profiling." if have_peer else ""))
+    cmd = "make bench QUICK=1" if run.manifest.get("quick") else "make bench-all"
+    out += _para(f"Command: {cmd} (run {run.run_id}: {len(run.boots)} boots, "
+                 f"{reps} per kernel and workload, {len(run.failed)} failed; {agree}).")
+    out.append(f"  {'order-0 page, alloc+free pair':<35}{'kernel tag':<13}module tag")
+    for k, label in PAIR_ROWS:
+        if k in PEER_KERNELS and not have_peer:
+            continue
+        if k == "off":
+            cells = [num(_need(rows, k, "micro", m), 0) for m in pair]
+        elif k in PEER_KERNELS and not rows.get(k, "micro", pair[1] + ".delta"):
+            cells = [signed(_need(rows, k, "micro", pair[0] + ".delta"), 0, ""), "(no module)"]
+        else:
+            cells = [signed(_need(rows, k, "micro", m + ".delta"), 0, "") for m in pair]
+        out.append(f"  {label:<35}{cells[0]:<13}{cells[1]}".rstrip())
+    out.append("")
+
+    cm = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
+    params = next((d.cache_params for d in run.boots if d.cache_params), None)
+    if params and rows.get("baseline", "micro", cm + ".llc_miss.mean.delta"):
+        parts = []
+        for k, label in CACHE_KERNELS:
+            if k.startswith("up-") and not have_peer:
+                continue
+            parts.append(f"{label} {signed(_need(rows, k, 'micro', cm + '.llc_miss.mean.delta'), 2, '')} "
+                         f"LLC misses, {signed(_need(rows, k, 'micro', cm + '.est_cycles.mean.delta'), 0, '')} "
+                         "cycles")
+        out += _para(
+            f"A cache model on the same boots (QEMU plugin: LRU L1D {params.get('l1', '?')}, "
+            f"L2 {params.get('l2', '?')}, LLC {params.get('llc', '?')} (size/ways), physical addresses; "
+            f"estimated cycles = instructions + {params.get('pen_l2', '?')} / {params.get('pen_llc', '?')} / "
+            f"{params.get('pen_mem', '?')} per L2 hit / LLC hit / miss), for 64Ki order-0 pages "
+            "allocated, then freed in allocation order, per alloc+free pair vs off (kernel tag): "
+            + "; ".join(parts) + ".")
+
+    km = f"{KERNEL_SITE_PREFIX}kmalloc_64_pair.p50.delta"
+    slab = [f"{k} {signed(_need(rows, k, 'micro', km), 0, '')}"
+            for k in ("baseline", "packed") + (("up-pageext",) if have_peer else ())]
+    mws = mem_workloads_from(rows)
+    if not mws:
+        raise CoverError("run has no mem-m* workload: cannot write the cover letter")
+    w = max(mws, key=lambda w: int(w[5:]))
+    bpp = "page_ext_bytes_per_page"
+    out += _para(
+        "kmalloc paths are not touched by the series (kmalloc-64 pair vs off, kernel tag: "
+        + ", ".join(slab) + f").  Memory for page tags per 4 KiB page, {w[5:]} MiB guest: "
+        f"6.12 page_ext {num(_need(rows, 'baseline', w, bpp), 2)} bytes, page->flags index "
+        f"{num(_need(rows, 'packed', w, bpp), 2)}, page_ext16 {num(_need(rows, 'packed-ext16', w, bpp), 2)}"
+        + (f", 7.3 page_ext {num(_need(rows, 'up-pageext', w, bpp), 2)}, 7.3 compressed "
+           f"{num(_need(rows, 'up-compressed', w, bpp), 2)}" if have_peer else "")
+        + "; an index mode adds 16 bytes per tag index in use.")
+
+    if rows.has_kernel("packed-distro", "micro"):
+        d = _need(rows, "packed-distro", "micro", pair[0] + ".delta")
+        numa = (f"; with two NUMA nodes (numa=fake=2) NUMA balancing keeps the bits and page_ext16 "
+                f"costs {num(_need(rows, 'packed-distro-numa', w, bpp), 2)} bytes per page"
+                if rows.has_kernel("packed-distro-numa", w) else "")
+        out += _para(
+            "With Debian's amd64 page->flags layout (one spare bit; NR_CPUS=8192, NUMA balancing), "
+            f"same run: one node, the index in the last_cpupid bits, "
+            f"{num(_need(rows, 'packed-distro', w, bpp), 2)} bytes per page and an order-0 "
+            f"alloc+free pair {signed(d, 0, '')} instructions (kernel tag) against the same kernel "
+            f"booted with profiling off{numa}.")
+    return "\n".join(out).rstrip("\n")
+
+
+_BOUNDARY = re.compile(r"^(?:[^\n]+\n[-=]{3,}$|Based on )", re.M)
+
+
+def split_cover(text: str) -> tuple[str, str, str]:
+    """(before, section, after) of a cover letter's Measured section."""
+    m = re.search(rf"^{HEADING}\n-+\n", text, re.M)
+    if not m:
+        raise CoverError(f"{COVER.name}: no '{HEADING}' section")
+    end = _BOUNDARY.search(text, m.end())
+    if not end:
+        raise CoverError(f"{COVER.name}: nothing after the '{HEADING}' section")
+    return text[:m.start()], text[m.start():end.start()].rstrip("\n"), text[end.start():]
+
+
+def named_run(sec: str) -> str:
+    m = re.search(r"\(run (\S+?):", sec)
+    if not m:
+        raise CoverError(f"{COVER.name}: the '{HEADING}' section names no run")
+    return m.group(1)
+
+
+def generate_for(run_dir: Path) -> str:
+    run = load_run(run_dir)
+    return section(run, summarize.summarize(run))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python3 -m analysis.cover", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", nargs="?", help="results/<run-id>")
+    ap.add_argument("--write", action="store_true", help="replace the cover letter's section")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate the section from the run it names and compare")
+    ap.add_argument("--cover", type=Path, default=COVER, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    try:
+        if args.check:
+            before, sec, after = split_cover(args.cover.read_text())
+            want = generate_for(REPO / "results" / named_run(sec))
+            if sec != want:
+                print(f"error: {args.cover.name}: the '{HEADING}' section differs from what run "
+                      f"{named_run(sec)} gives (python3 -m analysis.cover results/{named_run(sec)} --write)",
+                      file=sys.stderr)
+                return 1
+            print(f"{args.cover.name}: '{HEADING}' matches run {named_run(sec)}")
+            return 0
+        if not args.run:
+            ap.error("name a run, or give --check")
+        sec = generate_for(resolve_run_dir(args.run))
+        if args.write:
+            before, _, after = split_cover(args.cover.read_text())
+            args.cover.write_text(before + sec + "\n\n" + after)
+            print(f"{args.cover}: '{HEADING}' from {args.run}")
+        else:
+            print(sec)
+    except AnalysisError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
