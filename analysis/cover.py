@@ -21,7 +21,7 @@ import textwrap
 from pathlib import Path
 
 from analysis import summarize
-from analysis.load import AnalysisError, Run, load_run, resolve_run_dir
+from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
 from analysis.report import mem_workloads_from, num, signed
 from analysis.summarize import KERNEL_SITE_PREFIX, Summary
 
@@ -177,19 +177,19 @@ def main(argv: list[str] | None = None) -> int:
                     help="regenerate the section from the run it names and compare")
     ap.add_argument("--cover", type=Path, default=COVER, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    try:
+    if not args.check and not args.run:
+        ap.error("name a run, or give --check")
+
+    def body() -> int:
         if args.check:
-            before, sec, after = split_cover(args.cover.read_text())
-            want = generate_for(REPO / "results" / named_run(sec))
-            if sec != want:
-                print(f"error: {args.cover.name}: the '{HEADING}' section differs from what run "
-                      f"{named_run(sec)} gives (python3 -m analysis.cover results/{named_run(sec)} --write)",
-                      file=sys.stderr)
+            sec = split_cover(args.cover.read_text())[1]
+            run = named_run(sec)
+            if sec != generate_for(REPO / "results" / run):
+                print(f"error: {args.cover.name}: the '{HEADING}' section differs from what run {run} "
+                      f"gives (python3 -m analysis.cover results/{run} --write)", file=sys.stderr)
                 return 1
-            print(f"{args.cover.name}: '{HEADING}' matches run {named_run(sec)}")
+            print(f"{args.cover.name}: '{HEADING}' matches run {run}")
             return 0
-        if not args.run:
-            ap.error("name a run, or give --check")
         sec = generate_for(resolve_run_dir(args.run))
         if args.write:
             before, _, after = split_cover(args.cover.read_text())
@@ -197,13 +197,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{args.cover}: '{HEADING}' from {args.run}")
         else:
             print(sec)
-    except AnalysisError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
-        return 1
-    return 0
+        return 0
+    return cli(body)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,19 @@ class AnalysisError(Exception):
     """Bad or unusable input; str() is a one-line message naming the file."""
 
 
+def cli(body: Callable[[], int]) -> int:
+    """Run a command-line entry point: bad input and unreadable files become
+    one "error: ..." line on stderr and exit status 1, never a traceback."""
+    import sys
+    try:
+        return body()
+    except AnalysisError as e:
+        print(f"error: {e}", file=sys.stderr)
+    except OSError as e:
+        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
+    return 1
+
+
 @dataclass(frozen=True)
 class Boot:
     id: str

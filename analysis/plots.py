@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import report, summarize  # noqa: E402
-from analysis.load import AnalysisError, Run, load_run, resolve_run_dir  # noqa: E402
+from analysis.load import Run, cli, load_run, resolve_run_dir  # noqa: E402
 from analysis.report import Figure, op_order  # noqa: E402
 from analysis.summarize import Row, Summary  # noqa: E402
 
@@ -355,17 +355,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--allow-tcg", action="store_true",
                     help="accept a plain-TCG run and label its timings relative only")
     args = ap.parse_args(argv)
-    try:
-        run = load_run(resolve_run_dir(args.run), allow_tcg=args.allow_tcg)
-        out = generate(run)
-    except AnalysisError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"error: {e.filename or ''}: {e.strerror}", file=sys.stderr)
-        return 1
-    print(f"{out}/report.md")
-    return 0
+
+    def body() -> int:
+        out = generate(load_run(resolve_run_dir(args.run), allow_tcg=args.allow_tcg))
+        print(f"{out}/report.md")
+        return 0
+    return cli(body)
 
 
 if __name__ == "__main__":
