@@ -78,6 +78,8 @@ def _interval_label(run: Run) -> str:
 
 
 def _bars(ax, cats: list[str], kernels: list[str], get, run: Run, horizontal: bool) -> None:
+    # A kernel limited to other workloads gets no empty slot or legend entry.
+    kernels = [k for k in kernels if any(get(k, c) is not None for c in cats)]
     n = max(len(kernels), 1)
     width = 0.8 / n
     pos = np.arange(len(cats))

@@ -185,3 +185,15 @@ def test_tail_sentence_claims_replay_only_where_boots_agree(tmp_path, jitter):
     assert "The longest tail relative to its median is" in text
     # jitter: the synthetic boots of every kernel disagree on the latencies
     assert ("its boots agree: the same in every boot" in text) == (not jitter)
+
+
+def test_bars_leave_out_a_kernel_without_data_in_the_figure():
+    # A kernel limited to other workloads (bench/kernels "@micro,mem") drew an
+    # empty, all-NaN bar group and a legend entry in the throughput figure.
+    from unittest import mock
+    run = mock.Mock(kernels=["off", "packed", "packed-memonly"])
+    row = mock.Mock(value=1.0, ci_low=None, ci_high=None, spread_low=None, spread_high=None)
+    ax = mock.Mock()
+    plots._bars(ax, ["stress-ng vm"], ["packed", "packed-memonly"],
+                lambda k, c: row if k == "packed" else None, run, False)
+    assert [c.kwargs["label"] for c in ax.bar.call_args_list] == ["packed"]
