@@ -22,7 +22,7 @@ from pathlib import Path
 
 from analysis import summarize
 from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
-from analysis.report import mem_workloads_from, num, signed
+from analysis.report import cache_params, determinism, mem_workloads_from, num, signed
 from analysis.summarize import KERNEL_SITE_PREFIX, Summary
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,10 +66,9 @@ def section(run: Run, rows: Summary) -> str:
     have_peer = all(rows.has_kernel(k, "micro") for k in PEER_KERNELS)
     pair = f"{KERNEL_SITE_PREFIX}pages_o0_pair.p50", "pages_o0_pair.p50"
     out = [HEADING, "-" * len(HEADING)]
-    reps = max((r.n_boots for r in rows.rows), default=0)
-    flagged = [w for w in rows.warnings if "disagree" in w]
+    reps, flagged = determinism(rows)
     agree = ("the boots of every kernel agree on every metric" if reps >= 2 and not flagged
-             else f"{len(flagged)} workload(s) with metrics whose boots disagree" if flagged
+             else f"{flagged} workload(s) with metrics whose boots disagree" if flagged
              else "one boot per kernel, determinism not checked")
     out += _para(
         "QEMU TCG with -icount shift=0,sleep=off (guest time = executed instructions), "
@@ -95,7 +94,7 @@ def section(run: Run, rows: Summary) -> str:
     out.append("")
 
     cm = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
-    params = next((d.cache_params for d in run.boots if d.cache_params), None)
+    params = cache_params(run)
     if params and rows.get("baseline", "micro", cm + ".llc_miss.mean.delta"):
         parts = []
         for k, label in CACHE_KERNELS:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
@@ -40,7 +41,6 @@ class AnalysisError(Exception):
 def cli(body: Callable[[], int]) -> int:
     """Run a command-line entry point: bad input and unreadable files become
     one "error: ..." line on stderr and exit status 1, never a traceback."""
-    import sys
     try:
         return body()
     except AnalysisError as e:

@@ -437,15 +437,19 @@ CACHE_OPS = (("pages_o0", "order-0 page"), ("kmalloc_64", "kmalloc-64"))
 CACHE_PATTERNS = (("", "hot loop"), ("_batch", "batch"))
 
 
+def cache_params(run: Run) -> dict[str, str] | None:
+    """The cache model's parameters, as the first boot with a cache model recorded them."""
+    return next((d.cache_params for d in run.boots if d.cache_params), None)
+
+
 def cache_params_text(run: Run) -> str:
-    for d in run.boots:
-        if d.cache_params:
-            p = d.cache_params
-            return (f"Cache model (bench/qemu-plugin): L1D {p.get('l1', '?')}, L2 {p.get('l2', '?')}, "
-                    f"LLC {p.get('llc', '?')} (KiB/ways, LRU, physical addresses); estimated cycles = "
-                    f"instructions + {p.get('pen_l2', '?')} per L2 hit + {p.get('pen_llc', '?')} per LLC hit "
-                    f"+ {p.get('pen_mem', '?')} per LLC miss. A model, not a measurement of any CPU: "
-                    f"it shows which extra lines an operation needs, not what they cost on a given part.")
+    p = cache_params(run)
+    if p:
+        return (f"Cache model (bench/qemu-plugin): L1D {p.get('l1', '?')}, L2 {p.get('l2', '?')}, "
+                f"LLC {p.get('llc', '?')} (KiB/ways, LRU, physical addresses); estimated cycles = "
+                f"instructions + {p.get('pen_l2', '?')} per L2 hit + {p.get('pen_llc', '?')} per LLC hit "
+                f"+ {p.get('pen_mem', '?')} per LLC miss. A model, not a measurement of any CPU: "
+                f"it shows which extra lines an operation needs, not what they cost on a given part.")
     return ""
 
 
@@ -580,6 +584,13 @@ def memory_table(rows: Summary, run: Run) -> list[str]:
     return out
 
 
+def determinism(summary: Summary) -> tuple[int, int]:
+    """Boots per kernel and workload, and how many workloads have metrics
+    whose boots disagree (summarize's warnings)."""
+    return (max((r.n_boots for r in summary.rows), default=0),
+            sum(1 for w in summary.warnings if "disagree" in w))
+
+
 def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     """What the run shows, in five generated lines (none hard-coded)."""
     def listed(w: str, kernels: tuple[str, ...], key: str, fmt) -> list[str]:
@@ -612,8 +623,7 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
                              f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles")
     if parts:
         out.append("Cache model, batch of 64Ki order-0 pages, per alloc+free vs own off: " + "; ".join(parts) + ".")
-    flagged = sum(1 for w in summary.warnings if "disagree" in w)
-    reps = max((r.n_boots for r in summary.rows), default=0)
+    reps, flagged = determinism(summary)
     det = ("one boot per kernel and workload, so determinism was not checked (needs R >= 2)" if reps < 2
            else f"{flagged} workload(s) have metrics whose boots disagree (see Warnings)" if flagged
            else "boots of each kernel agree on every metric")
