@@ -158,7 +158,7 @@ def warnings(log: str) -> list[str]:
     pat = re.compile(r"(WARNING:|BUG:|Oops|possible circular locking|"
                      r"possible recursive locking|inconsistent lock state|"
                      r"alloc_tag was not (set|cleared)|current->alloc_tag not set|"
-                     r"Kernel panic)")
+                     r"Kernel panic|UBSAN:)")
     return [ln for ln in log.splitlines() if pat.search(ln)]
 
 

@@ -93,10 +93,13 @@ def test_garbage_written_to_the_sysctl_is_refused(variant):
     b = boot(f"sysctl-{variant}", variant, job="sysctl")
     assert b.ok, b.why()
     lines = b.file("sysctl.txt").splitlines()
-    assert len(lines) == 5, lines
+    assert len(lines) == (6 if variant == "packed" else 5), lines
     for ln in lines[:3]:
         assert "rc=1 now=1" in ln, ln
     assert lines[3] == "off now=0" and lines[4] == "on now=1"
+    if variant == "packed":
+        # 6.13+ syntax at run time: accepted while indices are in use.
+        assert lines[5] == "compressed 0 rc=0 now=0 compressed=1", lines[5]
 
 
 def test_upstream_compressed_syntax_and_sysctl():
@@ -109,15 +112,31 @@ def test_upstream_compressed_syntax_and_sysctl():
     assert report(b).mode == "flags"
     assert b.file("sysctl-mem_profiling").strip() == "1"
     assert b.file("sysctl-mem_profiling_compressed").strip() == "1"
+    # The boot replays sysctl.* arguments through the sysctl handler.
+    assert "Failed to set sysctl parameter" not in b.dmesg
     p = boot("packed-compressed-pageext", "packed",
              append="alloc_tag.page_refs=page_ext sysctl.vm.mem_profiling=1,compressed")
     assert p.ok, p.why()
     assert report(p).mode == "page_ext"
     assert "alloc_tag.page_refs=page_ext takes precedence" in p.dmesg
     assert p.file("sysctl-mem_profiling_compressed").strip() == "0"
+    assert "Failed to set sysctl parameter" not in p.dmesg
     z = boot("packed-compressed-off", "packed", append="sysctl.vm.mem_profiling=0,compressed")
     assert z.ok, z.why()
     assert "invalid sysctl" not in z.dmesg and z.file("sysctl-mem_profiling").strip() == "0"
+    assert "Failed to set sysctl parameter" not in z.dmesg
+
+
+def test_never_stores_nothing_and_numbers_nothing():
+    """sysctl.vm.mem_profiling=never: profiling cannot be switched on, so no
+    storage mode, no index table and no index bits are set up."""
+    b = boot("packed-never", "packed", append="sysctl.vm.mem_profiling=never")
+    assert b.ok, b.why()
+    assert "invalid sysctl" not in b.dmesg
+    r = report(b)
+    assert (r.mode, r.index_bits, r.index_used, r.page_ext_bytes) == ("none", 0, 0, 0), r
+    assert r.extra.get("index_field") == "none", r
+    assert b.file("mem_profiling").strip() == "0"
 
 
 def test_two_boots_side_by_side_are_byte_identical():

@@ -134,7 +134,12 @@ def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
 
 
 def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
-    b = numab("2nodes", "numa=fake=2")
+    # KUnit too: where NUMA balancing keeps last_cpupid, pages that were
+    # never allocated must read "unset" there (cpupid_field_starts_clear).
+    b = numab("2nodes", "numa=fake=2 kunit.enable=1")
+    cases = {c.name: c.result for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
+    assert cases.get("cpupid_field_starts_clear") == "ok", cases
+    assert not [n for n, r in cases.items() if r == "not ok"], cases
     r = parse.page_refs_report(b.dmesg)
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0

@@ -72,8 +72,9 @@ def test_alloc_bench_csv_and_truncation():
 
 
 def test_warnings_finds_bug_reports_only():
-    log = "ok line\n[ 1.0] WARNING: CPU: 0 PID: 1 at mm/x.c:1\n[2.0] alloc_tag was not set\nfine\n"
-    assert len(parse.warnings(log)) == 2
+    log = ("ok line\n[ 1.0] WARNING: CPU: 0 PID: 1 at mm/x.c:1\n[2.0] alloc_tag was not set\nfine\n"
+           "[3.0] UBSAN: shift-out-of-bounds in ./include/linux/page_ext.h:90:16\n")
+    assert len(parse.warnings(log)) == 3
 
 
 def _result_dir(tmp_path, payload_files, corrupt=None):

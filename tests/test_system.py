@@ -90,6 +90,32 @@ def test_unload_with_live_allocations_keeps_the_range_until_freed():
     assert "has " in b.dmesg and "allocated at module unload" in b.dmesg
 
 
+@pytest.mark.parametrize("variant,append", [
+    ("baseline", ""),
+    ("packed", ""),
+    ("packed", "alloc_tag.page_refs=page_ext16"),
+])
+def test_allocations_in_a_module_parameter_callback_are_counted_and_uncounted(variant, append):
+    # parse_args() runs the callback before the module's init: its tags must
+    # count from then on, and the exit function's frees bring them to zero.
+    b = systest(variant, append)
+    assert "param 100" in b.file("steps.txt"), b.file("steps.txt")
+    sites = {}
+    for a in parse.allocinfo(b.file("allocinfo-param.txt")):
+        m = re.search(r"alloctag_param\.c:\d+ \[alloctag_param\] func:alloc_set", a.tag)
+        if m:
+            sites[a.tag] = (a.bytes, a.calls)
+    assert sorted(sites.values()) == [(256, 1), (4096, 1)], sites
+    unload = [ln for ln in b.dmesg.splitlines()
+              if "alloctag_param" in ln and ("allocated at module unload" in ln
+                                             or "cannot unload cleanly" in ln)]
+    assert not unload, unload
+    assert not parse.allocinfo(b.file("allocinfo-param-unloaded.txt"))
+    if variant == "packed":
+        # 100 loads and unloads give every index range back.
+        assert b.file("index-param-after.txt") == b.file("index-param-before.txt")
+
+
 def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     plain = boot("packed", "packed")
     assert plain.ok, plain.why()
@@ -117,6 +143,16 @@ def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     after = [a for a in parse.allocinfo(b.file("allocinfo-free.txt"))
              if a.tag.startswith("index_overflow:0 [")]
     assert sum(a.bytes for a in after) == 0
+    # Unloaded while alloctag_keeper holds its pages: the module's overflow
+    # entry warns like a tag does and stays in allocinfo until they are freed.
+    assert re.search(r"index_overflow:0 module alloctag_test func:page_allocations "
+                     r"has \d+ allocated at module unload", b.dmesg), \
+        "no unload warning for the overflow entry"
+    own = "index_overflow:0 [alloctag_test]"
+    retired = [a for a in parse.allocinfo(b.file("allocinfo-retired.txt")) if a.tag.startswith(own)]
+    assert retired and retired[0].bytes > 0, retired
+    freed = [a for a in parse.allocinfo(b.file("allocinfo-kept-freed.txt")) if a.tag.startswith(own)]
+    assert all((a.bytes, a.calls) == (0, 0) for a in freed), freed
 
 
 SERIES_NEW_FILES = ("lib/alloc_tag_index.c", "lib/alloc_tag_kunit.c")
