@@ -17,13 +17,13 @@ from analysis.load import AnalysisError, load_run, resolve_run_dir
 from analysis.summarize import Row, Summary
 
 EPS = 1e-9
-# Rows that are overheads: relative to off (or baseline), or page_ext memory.
-OVERHEAD_SUFFIXES = (".overhead", ".rel", ".delta", ".vs_baseline")
+# Rows that are overheads: every derived row summarize writes (relative to a
+# reference kernel), or page_ext memory.
 OVERHEAD_PREFIXES = ("page_ext_",)
 
 
 def is_overhead(r: Row) -> bool:
-    return r.metric.endswith(OVERHEAD_SUFFIXES) or r.metric.startswith(OVERHEAD_PREFIXES)
+    return r.metric.endswith(summarize.OVERHEAD_SUFFIXES) or r.metric.startswith(OVERHEAD_PREFIXES)
 
 
 def interval(r: Row) -> tuple[float, float] | None:

@@ -48,8 +48,11 @@ class Row:
 
 
 COLUMNS = tuple(f.name for f in fields(Row))
+# The derived rows' suffixes (module docstring): the one list of them, which
+# analysis.compare reads too.
 REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_nopf": ".delta_nopf",
               "vs_baseline": ".vs_baseline"}
+OVERHEAD_SUFFIXES = tuple(REL_SUFFIX.values())
 REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
 KERNEL_SITE_PREFIX = "ksite_"
 BOOTS_DISAGREE = "boots disagree (not deterministic)"
