@@ -65,6 +65,9 @@ def main(argv: list[str]) -> int:
     started = {}
     if (run / "start.txt").exists():  # written by run-bench before the first boot
         started = dict(ln.split("=", 1) for ln in (run / "start.txt").read_text().splitlines() if "=" in ln)
+    table = None
+    if (run / "kernels.json").exists():  # bench/kernels as parsed at run start
+        table = json.loads((run / "kernels.json").read_text())
     peer = None
     if (run / "peer-info.json").exists():
         peer = json.loads((run / "peer-info.json").read_text())
@@ -85,6 +88,7 @@ def main(argv: list[str]) -> int:
         "repetitions": reps,
         "quick": quick,
         "kernels": kernels,
+        "kernel_table": table,
         "build_info": build_info,
         "host": host_facts(),
         "boots": boots,
