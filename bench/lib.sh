@@ -56,6 +56,20 @@ kernel_runs() {
 	kernel_table runs "$1" "$2"
 }
 
+# mutation_verdict BUILT PYTEST_RC: tests/mutation-check's verdict on one
+# mutation.  "invalid" when the mutated kernel did not build (BUILT 0): no
+# test ran, so it shows nothing; else "caught" when the tests failed,
+# "MISSED" when they passed.
+mutation_verdict() {
+	if [ "$1" != 1 ]; then
+		echo invalid
+	elif [ "$2" != 0 ]; then
+		echo caught
+	else
+		echo MISSED
+	fi
+}
+
 # series_objects SRC: the objects (dir/file.o) of the C files the series
 # change in source tree SRC (against tag pristine) and of every C file that
 # calls the page tag API, for single-object compile checks.  Only files in a

@@ -107,3 +107,14 @@ def test_analysis_names_no_kernel_label():
     labels = set(kernels.read().labels())
     found = [x for p in sorted((REPO / "analysis").glob("*.py")) for x in _labels_in(p, labels)]
     assert not found, "kernel labels in analysis/*.py: " + "; ".join(found)
+
+
+@pytest.mark.parametrize("built, rc, verdict", [("0", "", "invalid"), ("1", "1", "caught"), ("1", "0", "MISSED")])
+def test_mutation_that_does_not_build_is_invalid_not_caught(built, rc, verdict):
+    """tests/mutation-check's verdict: a mutation whose kernel does not build
+    ran no test, so it is no evidence that the tests catch it."""
+    out = subprocess.run(["sh", "-c", f'. ./bench/lib.sh; mutation_verdict "{built}" "{rc}"', "bench/sh"],
+                         cwd=REPO, capture_output=True, text=True).stdout
+    assert out.strip() == verdict
+    script = (REPO / "tests" / "mutation-check").read_text()
+    assert "mutation_verdict" in script and '"caught  $m: kernel' not in script
