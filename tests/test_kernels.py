@@ -118,3 +118,32 @@ def test_mutation_that_does_not_build_is_invalid_not_caught(built, rc, verdict):
     assert out.strip() == verdict
     script = (REPO / "tests" / "mutation-check").read_text()
     assert "mutation_verdict" in script and '"caught  $m: kernel' not in script
+
+
+def test_run_archives_each_kernels_config(tmp_path, capsys):
+    """Issue 25 item 4: which options two kernels differ in, from the run alone."""
+    import gzip
+    import hashlib
+    from analysis import configs
+    build = tmp_path / "build"
+    for v, extra in (("off", "# CONFIG_MEM_ALLOC_PROFILING is not set\n"),
+                     ("packed", "CONFIG_MEM_ALLOC_PROFILING=y\nCONFIG_NR_CPUS=64\n")):
+        (build / "out" / v).mkdir(parents=True)
+        (build / "out" / v / ".config").write_text("CONFIG_MMU=y\n" + extra)
+    run = tmp_path / "run"
+    (run / "boots").mkdir(parents=True)
+    (run / "boots.jsonl").write_text("")
+    assert manifest.archive_configs(run, build, ["off", "packed", "up"]) == ["up"]
+    first = (run / "configs" / "packed.config.gz").read_bytes()
+    manifest.archive_configs(run, build, ["packed"])
+    assert (run / "configs" / "packed.config.gz").read_bytes() == first  # no date in the gzip header
+    assert manifest.main([str(run), "0", "icount", "1", "1", "running", "off"]) == 0
+    m = json.loads((run / "manifest.json").read_text())
+    want = hashlib.sha256((build / "out" / "packed" / ".config").read_bytes()).hexdigest()
+    assert m["configs"]["packed"]["sha256"] == want and m["configs"]["packed"]["file"] == "configs/packed.config.gz"
+    assert configs.main([str(run), "off", "packed"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["CONFIG_MEM_ALLOC_PROFILING: n -> y", "CONFIG_NR_CPUS: n -> 64"]
+    assert configs.main([str(run), "off", "up"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "up.config.gz" in err and err.count("\n") == 1
+    assert gzip.decompress(first).startswith(b"CONFIG_MMU=y")

@@ -90,3 +90,21 @@ def test_every_row_suffix_summarize_emits_is_compared(tmp_path, capsys):
     out = capsys.readouterr().out
     assert any(ln.startswith("packed ") and "pages_o0_pair.p50.delta_nopf" in ln and ln.rstrip().endswith("outside")
                for ln in out.splitlines())
+
+
+def test_config_difference_names_the_options(tmp_path, capsys):
+    """With the kernels' configs archived in both runs, compare says which
+    options differ (issue 25 item 4)."""
+    import gzip
+    import json
+    a = synth.make_run(tmp_path / "a", synth.Spec(run_id="A", workloads=("mem",), reps=1))
+    b = synth.make_run(tmp_path / "b", synth.Spec(run_id="B", workloads=("mem",), reps=1))
+    for run, preempt in ((a, "CONFIG_PREEMPT_NONE=y"), (b, "CONFIG_PREEMPT=y")):
+        (run / "configs").mkdir()
+        (run / "configs" / "packed.config.gz").write_bytes(gzip.compress(f"CONFIG_MMU=y\n{preempt}\n".encode()))
+    m = json.loads((b / "manifest.json").read_text())
+    m["build_info"]["packed"]["config_hash"] = "other"
+    (b / "manifest.json").write_text(json.dumps(m))
+    assert compare.main([str(a), str(b)]) == 0
+    assert ("note: kernel packed: config_hash differs (A cfgpac, B other): the runs measured different kernels; "
+            "2 options differ: CONFIG_PREEMPT: n -> y, CONFIG_PREEMPT_NONE: y -> n") in capsys.readouterr().out
