@@ -35,11 +35,18 @@ $(if $(filter-out auto icount kvm tcg,$(TIMING)),$(error TIMING='$(TIMING)' must
 $(if $(shell echo '$(R)' | grep -Ex '[1-9][0-9]*'),,$(error R='$(R)' is not a positive number of repetitions))
 $(if $(shell echo '$(BENCH_JOBS)' | grep -Ex '[1-9][0-9]*'),,$(error BENCH_JOBS='$(BENCH_JOBS)' is not a positive number of parallel boots))
 
-export BUILD_DIR CCACHE_DIR TIMING PEER CACHESIM BENCH_JOBS
+export BUILD_DIR CCACHE_DIR TIMING PEER CACHESIM BENCH_JOBS TEST_KERNELS
 
-BENCH_KERNELS := off baseline packed packed-distro
-PEER_KERNELS := up-off up
-TEST_KERNELS := off baseline packed packed-debug
+# The variants to build come from bench/kernels, the one list of kernel
+# labels (python3 -m bench.kernels): a malformed table or an unknown label
+# in KERNELS (make bench KERNELS="off packed") is a one-line error here,
+# before anything is built.  With KERNELS, only those labels' variants and
+# their references' are built.
+KERNELS_ERROR := $(shell $(PYTHON) -m bench.kernels check $(KERNELS) 2>&1 >/dev/null)
+$(if $(KERNELS_ERROR),$(error $(filter-out error:,$(KERNELS_ERROR))))
+BENCH_KERNELS := $(shell $(PYTHON) -m bench.kernels variants --bench $(KERNELS))
+PEER_KERNELS := $(shell $(PYTHON) -m bench.kernels variants --peer $(KERNELS))
+TEST_KERNELS := $(shell $(PYTHON) -m bench.kernels variants --test)
 
 .PHONY: all deps kernels test-kernels modules initramfs test bench bench-all \
 	plots compare clean distclean

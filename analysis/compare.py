@@ -12,18 +12,18 @@ import argparse
 import sys
 from dataclasses import dataclass
 
-from analysis import stats, summarize
+from analysis import configs, stats, summarize
 from analysis.load import AnalysisError, load_run, resolve_run_dir
 from analysis.summarize import Row, Summary
 
 EPS = 1e-9
-# Rows that are overheads: relative to off (or baseline), or page_ext memory.
-OVERHEAD_SUFFIXES = (".overhead", ".rel", ".delta", ".vs_baseline")
+# Rows that are overheads: every derived row summarize writes (relative to a
+# reference kernel), or page_ext memory.
 OVERHEAD_PREFIXES = ("page_ext_",)
 
 
 def is_overhead(r: Row) -> bool:
-    return r.metric.endswith(OVERHEAD_SUFFIXES) or r.metric.startswith(OVERHEAD_PREFIXES)
+    return r.metric.endswith(summarize.OVERHEAD_SUFFIXES) or r.metric.startswith(OVERHEAD_PREFIXES)
 
 
 def interval(r: Row) -> tuple[float, float] | None:
@@ -43,7 +43,8 @@ def setup_differences(ra, rb) -> list[str]:
         for key in ("config_hash", "series_hash"):
             a, b = (ia[v] or {}).get(key), (ib[v] or {}).get(key)
             if a != b:
-                notes.append(f"kernel {v}: {key} differs (A {a}, B {b}): the runs measured different kernels")
+                notes.append(f"kernel {v}: {key} differs (A {a}, B {b}): the runs measured different kernels"
+                             + (_config_options(ra.path, rb.path, v) if key == "config_hash" else ""))
     def args(run) -> dict[tuple[str, str], set[str]]:
         out: dict[tuple[str, str], set[str]] = {}
         for b in run.manifest.get("boots") or []:
@@ -55,6 +56,15 @@ def setup_differences(ra, rb) -> list[str]:
             notes.append(f"{key[0]}/{key[1]}: benchmark arguments differ (A {sorted(aa[key])[0]!r}, "
                          f"B {sorted(ab[key])[0]!r}): op counts are not the same")
     return notes
+
+
+def _config_options(a, b, variant: str) -> str:
+    """"; options: X: y -> n, ..." when both runs archived the variant's config."""
+    try:
+        d = configs.diff(configs.options(a, variant), configs.options(b, variant))
+    except AnalysisError:
+        return ""
+    return f"; {len(d)} options differ: " + ", ".join(d[:6]) + (" ..." if len(d) > 6 else "")
 
 
 @dataclass(frozen=True)

@@ -22,27 +22,34 @@ from pathlib import Path
 
 from analysis import summarize
 from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
-from analysis.report import cache_params, determinism, mem_workloads_from, num, signed
+from analysis.report import DISTRO_GROUP, cache_params, determinism, mem_workloads_from, num, signed
 from analysis.summarize import KERNEL_SITE_PREFIX, Summary
 
 REPO = Path(__file__).resolve().parent.parent
 COVER = REPO / "patches" / "packed-refs" / "0000-cover-letter.patch"
 HEADING = "Measured"
 
-# (kernel, label) rows of the order-0 table; "off" is printed absolute.
-PAIR_ROWS = (("off", "off (no profiling)"),
-             ("baseline", "6.12 page_ext pointer"),
-             ("packed", "this series, page->flags index"),
-             ("packed-ext16", "this series, page_ext16"),
-             ("packed-nopf", "this series, profiling off"),
-             ("baseline-nopf", "6.12, profiling off"),
-             ("up-pageext", "7.3 page_ext pointer (vs 7.3 off)"),
-             ("up-compressed", "7.3 compressed (vs 7.3 off)"),
-             ("up-nopf", "7.3, profiling off"))
-PEER_KERNELS = ("up-pageext", "up-compressed", "up-nopf")
-CACHE_KERNELS = (("baseline", "page_ext pointer"), ("packed", "page->flags index"),
-                 ("packed-ext16", "page_ext16"), ("up-pageext", "7.3 page_ext pointer"),
-                 ("up-compressed", "7.3 compressed"))
+# Kernels are named by (group, role) of bench/kernels, as the run's table
+# gives them: group "main" is the project's own, "peer" the upstream peer's.
+# (group, role, label) rows of the order-0 table; the reference ("noprof")
+# is printed absolute.
+PAIR_ROWS = (("main", "noprof", "off (no profiling)"),
+             ("main", "pageext", "6.12 page_ext pointer"),
+             ("main", "flags", "this series, page->flags index"),
+             ("main", "ext16", "this series, page_ext16"),
+             ("main", "flags-nopf", "this series, profiling off"),
+             ("main", "nopf", "6.12, profiling off"),
+             ("peer", "pageext", "7.3 page_ext pointer (vs 7.3 off)"),
+             ("peer", "flags", "7.3 compressed (vs 7.3 off)"),
+             ("peer", "nopf", "7.3, profiling off"))
+PEER_ROLES = ("pageext", "flags", "nopf")
+CACHE_KERNELS = (("main", "pageext", "page_ext pointer"), ("main", "flags", "page->flags index"),
+                 ("main", "ext16", "page_ext16"), ("peer", "pageext", "7.3 page_ext pointer"),
+                 ("peer", "flags", "7.3 compressed"))
+SLAB_KERNELS = (("main", "pageext"), ("main", "flags"), ("peer", "pageext"))
+MEM_KERNELS = (("main", "pageext", "6.12 page_ext"), ("main", "flags", "page->flags index"),
+               ("main", "ext16", "page_ext16"), ("peer", "pageext", "7.3 page_ext"),
+               ("peer", "flags", "7.3 compressed"))
 WIDTH = 72
 
 
@@ -61,9 +68,22 @@ def _para(text: str) -> list[str]:
     return textwrap.wrap(text, WIDTH, break_on_hyphens=False) + [""]
 
 
+def _kernel(run: Run, group: str, role: str) -> str:
+    """The label of (group, role): the table's, whether or not the run has it."""
+    t = run.table
+    g = t.main_group if group == "main" else t.peer_group if group == "peer" else group
+    k = t.role(role, g) if g else None
+    if k is None:
+        raise CoverError(f"{run.path}: the run's kernel table has no {role} kernel in group {group}: "
+                         f"cannot write the cover letter")
+    return k
+
+
 def section(run: Run, rows: Summary) -> str:
     """The Measured section for run (title line to the last line, no trailing blank)."""
-    have_peer = all(rows.has_kernel(k, "micro") for k in PEER_KERNELS)
+    pg = run.table.peer_group
+    peers = [run.table.role(r, pg) for r in PEER_ROLES] if pg else []
+    have_peer = bool(peers) and all(k and rows.has_kernel(k, "micro") for k in peers)
     pair = f"{KERNEL_SITE_PREFIX}pages_o0_pair.p50", "pages_o0_pair.p50"
     out = [HEADING, "-" * len(HEADING)]
     reps, flagged = determinism(rows)
@@ -81,12 +101,13 @@ def section(run: Run, rows: Summary) -> str:
     out += _para(f"Command: {cmd} (run {run.run_id}: {len(run.boots)} boots, "
                  f"{reps} per kernel and workload, {len(run.failed)} failed; {agree}).")
     out.append(f"  {'order-0 page, alloc+free pair':<35}{'kernel tag':<13}module tag")
-    for k, label in PAIR_ROWS:
-        if k in PEER_KERNELS and not have_peer:
+    for group, role, label in PAIR_ROWS:
+        if group == "peer" and not have_peer:
             continue
-        if k == "off":
+        k = _kernel(run, group, role)
+        if role == "noprof":
             cells = [num(_need(rows, k, "micro", m), 0) for m in pair]
-        elif k in PEER_KERNELS and not rows.get(k, "micro", pair[1] + ".delta"):
+        elif group == "peer" and not rows.get(k, "micro", pair[1] + ".delta"):
             cells = [signed(_need(rows, k, "micro", pair[0] + ".delta"), 0, ""), "(no module)"]
         else:
             cells = [signed(_need(rows, k, "micro", m + ".delta"), 0, "") for m in pair]
@@ -95,11 +116,12 @@ def section(run: Run, rows: Summary) -> str:
 
     cm = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
     params = cache_params(run)
-    if params and rows.get("baseline", "micro", cm + ".llc_miss.mean.delta"):
+    if params and rows.get(_kernel(run, "main", "pageext"), "micro", cm + ".llc_miss.mean.delta"):
         parts = []
-        for k, label in CACHE_KERNELS:
-            if k.startswith("up-") and not have_peer:
+        for group, role, label in CACHE_KERNELS:
+            if group == "peer" and not have_peer:
                 continue
+            k = _kernel(run, group, role)
             parts.append(f"{label} {signed(_need(rows, k, 'micro', cm + '.llc_miss.mean.delta'), 2, '')} "
                          f"LLC misses, {signed(_need(rows, k, 'micro', cm + '.est_cycles.mean.delta'), 0, '')} "
                          "cycles")
@@ -113,30 +135,29 @@ def section(run: Run, rows: Summary) -> str:
 
     km = f"{KERNEL_SITE_PREFIX}kmalloc_64_pair.p50.delta"
     slab = [f"{k} {signed(_need(rows, k, 'micro', km), 0, '')}"
-            for k in ("baseline", "packed") + (("up-pageext",) if have_peer else ())]
+            for k in (_kernel(run, g, r) for g, r in SLAB_KERNELS if g != "peer" or have_peer)]
     mws = mem_workloads_from(rows)
     if not mws:
         raise CoverError("run has no mem-m* workload: cannot write the cover letter")
     w = max(mws, key=lambda w: int(w[5:]))
     bpp = "page_ext_bytes_per_page"
+    mem = [f"{label} {num(_need(rows, _kernel(run, g, r), w, bpp), 2)}" + (" bytes" if i == 0 else "")
+           for i, (g, r, label) in enumerate(MEM_KERNELS) if g != "peer" or have_peer]
     out += _para(
         "kmalloc paths are not touched by the series (kmalloc-64 pair vs off, kernel tag: "
         + ", ".join(slab) + f").  Memory for page tags per 4 KiB page, {w[5:]} MiB guest: "
-        f"6.12 page_ext {num(_need(rows, 'baseline', w, bpp), 2)} bytes, page->flags index "
-        f"{num(_need(rows, 'packed', w, bpp), 2)}, page_ext16 {num(_need(rows, 'packed-ext16', w, bpp), 2)}"
-        + (f", 7.3 page_ext {num(_need(rows, 'up-pageext', w, bpp), 2)}, 7.3 compressed "
-           f"{num(_need(rows, 'up-compressed', w, bpp), 2)}" if have_peer else "")
-        + "; an index mode adds 16 bytes per tag index in use.")
+        + ", ".join(mem) + "; an index mode adds 16 bytes per tag index in use.")
 
-    if rows.has_kernel("packed-distro", "micro"):
-        d = _need(rows, "packed-distro", "micro", pair[0] + ".delta")
+    dflags, dnuma = run.table.role("flags", DISTRO_GROUP), run.table.role("numa", DISTRO_GROUP)
+    if dflags and rows.has_kernel(dflags, "micro"):
+        d = _need(rows, dflags, "micro", pair[0] + ".delta")
         numa = (f"; with two NUMA nodes (numa=fake=2) NUMA balancing keeps the bits and page_ext16 "
-                f"costs {num(_need(rows, 'packed-distro-numa', w, bpp), 2)} bytes per page"
-                if rows.has_kernel("packed-distro-numa", w) else "")
+                f"costs {num(_need(rows, dnuma, w, bpp), 2)} bytes per page"
+                if dnuma and rows.has_kernel(dnuma, w) else "")
         out += _para(
             "With Debian's amd64 page->flags layout (one spare bit; NR_CPUS=8192, NUMA balancing), "
             f"same run: one node, the index in the last_cpupid bits, "
-            f"{num(_need(rows, 'packed-distro', w, bpp), 2)} bytes per page and an order-0 "
+            f"{num(_need(rows, dflags, w, bpp), 2)} bytes per page and an order-0 "
             f"alloc+free pair {signed(d, 0, '')} instructions (kernel tag) against the same kernel "
             f"booted with profiling off{numa}.")
     return "\n".join(out).rstrip("\n")

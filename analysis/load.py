@@ -14,21 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, TypeVar
 
+from bench import kernels as ktable
 from bench import parse
 
-REFERENCE = "off"
-# The upstream peer (Linux 7.3, tree "up") is compared with its own tree's
-# kernels only: never an absolute count across trees.
-PEER_TREE = "up"
-PEER_REFERENCE = "up-off"
-# Kernel labels playing the same role in each tree: (6.12 label, peer label).
-PEER_ROLES = {"off": PEER_REFERENCE, "baseline": "up-pageext", "baseline-nopf": "up-nopf"}
-# Kernels built with Debian's page->flags layout (configs/distro.config) have
-# another config than off: they are compared with the same kernel booted
-# with profiling switched off, and with no baseline ("-" matches no kernel).
-DISTRO_VARIANT = "packed-distro"
-DISTRO_REFERENCE = "packed-distro-nopf"
-DISTRO_ROLES = {"off": DISTRO_REFERENCE, "baseline-nopf": DISTRO_REFERENCE, "baseline": "-"}
+# Which kernel is measured against which, and which plays which role, comes
+# from the run's own copy of bench/kernels (manifest "kernel_table"), never
+# from constants here: see kernel_table() and Run.ref().
 TIMINGS = ("icount", "kvm", "tcg")
 
 T = TypeVar("T")
@@ -123,16 +114,52 @@ class Run:
     failed: list[Boot]
     warnings: list[str]
 
-    def tree(self, kernel: str) -> str:
-        """The source tree ("baseline", "packed", "up") a kernel was built from."""
-        return kernel_tree(self.manifest, kernel)
+    table: ktable.Table = field(default_factory=lambda: ktable.Table([]))
 
-    def ref(self, kernel: str, role: str = REFERENCE) -> str:
-        """The kernel of kernel's own tree (or config) that plays role (a 6.12
-        label in PEER_ROLES: "off", "baseline", "baseline-nopf")."""
-        if kernel_variant(self.manifest, kernel) == DISTRO_VARIANT:
-            return DISTRO_ROLES.get(role, role)
-        return PEER_ROLES.get(role, role) if self.tree(kernel) == PEER_TREE else role
+    def ref(self, kernel: str) -> str:
+        """The kernel kernel's overheads are measured against (itself for a
+        reference): bench/kernels column ref."""
+        return self.table.get(kernel).reference
+
+    def counterpart(self, kernel: str, role: str) -> str | None:
+        """The kernel of kernel's own group that plays role (bench/kernels
+        roles, e.g. "nopf"), if the table has one."""
+        return self.table.counterpart(kernel, role)
+
+    def is_peer(self, kernel: str) -> bool:
+        """An upstream peer kernel (role peer): compared with its own group only."""
+        return self.table.get(kernel).peer
+
+    @property
+    def main_reference(self) -> str:
+        """The reference of the project's own group (the table's first line)."""
+        return self.table.kernels[0].reference
+
+    def groups(self, *which: str) -> list[str]:
+        """Groups in the order asked: "main" (the project's own), "peer"
+        (the upstream peer's), "other" (the rest, in table order)."""
+        main, peer = self.table.main_group, self.table.peer_group
+        out: list[str] = []
+        for w in which:
+            out += {"main": [main], "peer": [peer] if peer else [],
+                    "other": [g for g in self.table.groups() if g not in (main, peer)]}[w]
+        return out
+
+    def pick(self, roles: tuple[str, ...], groups: tuple[str, ...] = ("main",)) -> list[str]:
+        """The run's kernels playing roles, group by group (groups() names),
+        within a group in the order of roles."""
+        out = []
+        for g in self.groups(*groups):
+            for r in roles:
+                k = self.table.role(r, g)
+                if k is not None and k in self.kernels and k not in out:
+                    out.append(k)
+        return out
+
+    def role(self, role: str, group: str = "main") -> str | None:
+        """The run's kernel playing role in the main (or peer) group."""
+        k = next(iter(self.pick((role,), (group,))), None)
+        return k
 
     @property
     def relative_only(self) -> bool:
@@ -360,31 +387,26 @@ def _manifest(run: Path) -> dict:
     return m
 
 
-def kernel_variant(manifest: dict, kernel: str) -> str | None:
-    """The variant (bench/variants) the boots of a kernel label ran."""
-    for b in manifest.get("boots") or []:
-        if isinstance(b, dict) and b.get("kernel") == kernel:
-            return str(b.get("variant"))
-    return None
-
-
-def variant_tree(manifest: dict, variant: str) -> str | None:
-    """The source tree a kernel variant was built from (its build info)."""
-    info = manifest.get("build_info") or {}
-    bi = info.get(variant) if isinstance(info, dict) else None
-    return str(bi["tree"]) if isinstance(bi, dict) and bi.get("tree") else None
-
-
-def kernel_tree(manifest: dict, kernel: str) -> str:
-    """The source tree of a kernel label: from the build info of the variant
-    its boots ran, or, without it, from the label (peer labels start "up-")."""
-    for b in manifest.get("boots") or []:
-        if isinstance(b, dict) and b.get("kernel") == kernel:
-            tree = variant_tree(manifest, str(b.get("variant")))
-            if tree:
-                return tree
-            break
-    return PEER_TREE if kernel.startswith("up-") else "6.12"
+def kernel_table(m: dict, mp: Path) -> ktable.Table:
+    """The run's kernel table: bench/kernels as run-bench parsed it at the
+    start of the run."""
+    try:
+        if m.get("kernel_table") is not None:
+            table = ktable.from_json(m["kernel_table"], f"{mp}")
+            where = "the run's kernel table"
+        else:
+            # A run recorded before run-bench copied bench/kernels into the
+            # manifest (e.g. 20261204-202248) has no "kernel_table": its roles
+            # come from bench/kernels of this checkout, which still names every
+            # label those runs booted with the same meaning.
+            table = ktable.read()
+            where = "bench/kernels (the run has no kernel table)"
+    except ktable.KernelsError as e:
+        raise AnalysisError(str(e)) from None
+    for k in m["kernels"]:
+        if str(k) not in table:
+            raise AnalysisError(f"{mp}: kernel '{k}' is not in {where}")
+    return table
 
 
 def _boot(p: Path, i: int, e: object) -> Boot:
@@ -416,8 +438,9 @@ def load_run(path: str | Path, allow_tcg: bool = False) -> Run:
             f"and are not latencies; rerun with TIMING=icount or kvm, or pass --allow-tcg "
             f"to show them as relative only")
     kernels = [str(k) for k in m["kernels"]]
+    table = kernel_table(m, mp)
     for k in kernels:
-        need = PEER_REFERENCE if kernel_tree(m, k) == PEER_TREE else REFERENCE
+        need = table.get(k).reference
         if need not in kernels:
             raise AnalysisError(f"{mp}: no '{need}' kernel in this run (kernels: "
                                 f"{', '.join(kernels) or 'none'}); overheads of '{k}' are relative to '{need}'")
@@ -451,12 +474,13 @@ def load_run(path: str | Path, allow_tcg: bool = False) -> Run:
             continue
         why = (f"{len(attempted)} failed: " + ", ".join(sorted({b.status for b in attempted}))
                if attempted else "no boots recorded")
-        if k in (REFERENCE, PEER_REFERENCE):
+        if table.get(k).ref is None:
             why += f"; overheads are relative to '{k}'"
         raise AnalysisError(f"{mp}: kernel '{k}' has no successful boots ({why})")
     return Run(path=run, manifest=m, run_id=str(m.get("run_id", run.name)), state=state,
                timing=timing, unit=str(m.get("timing_unit") or ("instructions" if timing == "icount" else "ns")),
-               allow_tcg=allow_tcg, kernels=kept, boots=data, failed=failed, warnings=warnings)
+               allow_tcg=allow_tcg, kernels=kept, boots=data, failed=failed, warnings=warnings,
+               table=table)
 
 
 def resolve_run_dir(arg: str | Path) -> Path:

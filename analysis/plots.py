@@ -22,14 +22,11 @@ from analysis.load import Run, cli, load_run, resolve_run_dir  # noqa: E402
 from analysis.report import Figure, op_order  # noqa: E402
 from analysis.summarize import Row, Summary  # noqa: E402
 
-# One colour per kernel label, used by every plot.
-KERNEL_COLOURS = {
-    "off": "#7f7f7f",
-    "baseline": "#d62728",
-    "baseline-nopf": "#ff9f80",
-    "packed": "#1f77b4",
-    "packed-ext16": "#2ca02c",
-}
+# One colour per role of the project's own kernels (bench/kernels roles, as
+# the run's table gives them), used by every plot; the other kernels take
+# _FALLBACK colours in run order.
+ROLE_COLOURS = {"noprof": "#7f7f7f", "pageext": "#d62728", "nopf": "#ff9f80", "flags": "#1f77b4",
+                "ext16": "#2ca02c"}
 _FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e"]
 
 STYLE = {
@@ -41,10 +38,16 @@ STYLE = {
 DPI = 100
 
 
-def colour(kernel: str, kernels: list[str]) -> str:
-    if kernel in KERNEL_COLOURS:
-        return KERNEL_COLOURS[kernel]
-    others = [k for k in kernels if k not in KERNEL_COLOURS]
+def kernel_colours(run: Run) -> dict[str, str]:
+    t = run.table
+    return {k: c for role, c in ROLE_COLOURS.items() if (k := t.role(role, t.main_group)) is not None}
+
+
+def colour(kernel: str, run: Run) -> str:
+    fixed = kernel_colours(run)
+    if kernel in fixed:
+        return fixed[kernel]
+    others = [k for k in run.kernels if k not in fixed]
     return _FALLBACK[others.index(kernel) % len(_FALLBACK)] if kernel in others else "#000000"
 
 
@@ -88,7 +91,7 @@ def _bars(ax, cats: list[str], kernels: list[str], get, run: Run, horizontal: bo
         vals = [r.value if r is not None else np.nan for r in rows]
         err, _ = _err(rows)
         off = pos + (i - (n - 1) / 2) * width
-        kw = dict(color=colour(k, run.kernels), label=k, ecolor="black", capsize=3)
+        kw = dict(color=colour(k, run), label=k, ecolor="black", capsize=3)
         if horizontal:
             ax.barh(off, vals, height=width, xerr=err, **kw)
         else:
@@ -195,7 +198,7 @@ def plot_latency_distribution(run: Run, summary: Summary, out: Path, w: str) -> 
             v = {f: r.value for f, r in g.items()}
             stats_.append({"label": k, "med": v["p50"], "q1": v["p50"], "q3": v["p90"], "whislo": v["min"],
                            "whishi": v["p99"], "mean": v["mean"], "fliers": []})
-            cols.append(colour(k, run.kernels))
+            cols.append(colour(k, run))
         bp = ax.bxp(stats_, showmeans=True, patch_artist=True, showfliers=False,
                     medianprops={"color": "black", "lw": 2},
                     meanprops={"marker": "D", "markerfacecolor": "white", "markeredgecolor": "black"})
@@ -251,8 +254,10 @@ FIGURE_GLOBS = ("slide.*", "memory-overhead.*", "latency-overhead-*.*", "latency
                 "throughput-relative.*")
 
 
-SLIDE_MEM = ("off", "baseline", "packed-ext16", "packed", "up-pageext", "up-compressed", "packed-distro")
-SLIDE_CPU = ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed", "packed-distro")
+# The slide's kernels: these roles (bench/kernels) in our group, the peer's,
+# then the others; its memory half also shows our reference.
+SLIDE_ROLES = ("pageext", "ext16", "flags")
+SLIDE_GROUPS = ("main", "peer", "other")
 SLIDE_STYLE = {"font.size": 22, "axes.titlesize": 26, "axes.labelsize": 22, "xtick.labelsize": 20,
                "ytick.labelsize": 20, "legend.fontsize": 18, "figure.titlesize": 28}
 TALK_PAGE_EXT_BYTES = 8      # the talk: 8 B per 4 KiB page, ~0.2% of RAM
@@ -260,8 +265,8 @@ TALK_MARKS = ((40.0, "talk: page allocation, page_ext refs +40%"),
               (7.0, "talk: refs in page flags +7% (slab +7%)"))
 
 
-def _slide_mem_workload(idx: Summary, ws: list[str]) -> str | None:
-    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.valid("off", w, "page_ext_bytes_per_page")),
+def _slide_mem_workload(idx: Summary, ws: list[str], ref: str) -> str | None:
+    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.valid(ref, w, "page_ext_bytes_per_page")),
                 None)
 
 
@@ -270,19 +275,20 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
     overhead, with the talk's figures as reference marks."""
     idx = summary
     ws = report.mem_workloads_from(summary)
-    mw = _slide_mem_workload(idx, ws) if ws else None
+    mw = _slide_mem_workload(idx, ws, run.main_reference) if ws else None
     site = "ksite_" if any(idx.valid(k, "micro", "ksite_pages_o0_pair.p50.overhead") for k in run.kernels) else ""
     pair = f"{site}pages_o0_pair.p50"
-    cpu = [k for k in SLIDE_CPU if idx.valid(k, "micro", pair + ".overhead")]
+    cpu = [k for k in run.pick(SLIDE_ROLES, SLIDE_GROUPS) if idx.valid(k, "micro", pair + ".overhead")]
     if not cpu:
         return None
     with plt.rc_context(SLIDE_STYLE):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 9), layout="constrained",
                                      gridspec_kw={"width_ratios": [2, 3]})
-        mem = [k for k in SLIDE_MEM if mw and idx.valid(k, mw, "page_ext_bytes_per_page")] if mw else []
+        mem = [k for k in [run.main_reference] + run.pick(SLIDE_ROLES, SLIDE_GROUPS)
+               if mw and idx.valid(k, mw, "page_ext_bytes_per_page")] if mw else []
         if mem:
             vals = [idx.valid(k, mw, "page_ext_bytes_per_page").value for k in mem]
-            bars = a1.bar(range(len(mem)), vals, color=[colour(k, run.kernels) for k in mem])
+            bars = a1.bar(range(len(mem)), vals, color=[colour(k, run) for k in mem])
             for b, v in zip(bars, vals):
                 # "0", not "0.00 B": seven bars' labels must not run together
                 a1.annotate(f"{v:.2f}".rstrip("0").rstrip("."), (b.get_x() + b.get_width() / 2, v),
@@ -302,7 +308,7 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
         cyc_ref = [idx.valid(run.ref(k), "micro", cyc_m) for k in cpu]
         have_cyc = all(c is not None and r is not None and r.value > 0 for c, r in zip(cyc, cyc_ref))
         w = 0.4 if have_cyc else 0.7
-        b1 = a2.bar(x - (w / 2 if have_cyc else 0), pct, width=w, color=[colour(k, run.kernels) for k in cpu],
+        b1 = a2.bar(x - (w / 2 if have_cyc else 0), pct, width=w, color=[colour(k, run) for k in cpu],
                     label="instructions (hot loop, p50)")
         for b, d in zip(b1, delta):
             if d is not None:
@@ -310,7 +316,7 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
                             va="bottom", fontsize=16)
         if have_cyc:
             cp = [(c.value / r.value - 1) * 100 for c, r in zip(cyc, cyc_ref)]
-            b2 = a2.bar(x + w / 2, cp, width=w, color=[colour(k, run.kernels) for k in cpu], hatch="//",
+            b2 = a2.bar(x + w / 2, cp, width=w, color=[colour(k, run) for k in cpu], hatch="//",
                         alpha=0.55, label="est. cycles (cache model, batch, mean)")
             for b, c, r in zip(b2, cyc, cyc_ref):
                 a2.annotate(f"{c.value - r.value:+.0f}", (b.get_x() + b.get_width() / 2, b.get_height()),

@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import stats
-from analysis.load import PEER_TREE, REFERENCE, Run, variant_tree
-from analysis.summarize import BASELINE, BOOTS_DISAGREE, KERNEL_SITE_PREFIX, NOPF, Row, Summary
+from analysis.load import Run
+from analysis.summarize import BOOTS_DISAGREE, KERNEL_SITE_PREFIX, Row, Summary
+
+# The group of kernels built with Debian's page->flags layout (bench/kernels).
+DISTRO_GROUP = "distro"
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,27 @@ def table(header: list[str], rows: list[list[str]]) -> list[str]:
 
 # --- lookups ----------------------------------------------------------------
 
+def main(run: Run, role: str) -> str:
+    """The label of the kernel playing role (bench/kernels) in the project's
+    own group, as the run's table names it (whether or not the run booted
+    it); the role's name if the table has none."""
+    return run.table.role(role, run.table.main_group) or role
+
+
+def own_offs(run: Run) -> str:
+    """"`off` for 6.12, `up-off` for 7.3": the reference of our group and the peer's."""
+    refs = [(g, run.table.role("noprof", g)) for g in run.groups("main", "peer")]
+    return ", ".join(f"`{k}` for {g}" for g, k in refs if k)
+
+
+def distro(run: Run) -> tuple[str, str] | None:
+    """(the flags kernel of the distro layout, its reference), if the run
+    has a kernel of that group measured against another."""
+    k = run.table.role("flags", DISTRO_GROUP)
+    if k is None or not any(run.table.get(x).group == DISTRO_GROUP and run.ref(x) != x for x in run.kernels):
+        return None
+    return k, run.ref(k)
+
 
 
 def op_order(run: Run, workload: str) -> list[str]:
@@ -84,7 +108,7 @@ def page_modes(run: Run) -> dict[str, str]:
     for d in run.boots:
         if d.report is not None:
             out.setdefault(d.boot.kernel, f"{d.report.mode}, {d.report.ref_bits}-bit")
-        elif d.boot.kernel == REFERENCE:
+        elif d.boot.kernel == run.main_reference:
             out.setdefault(d.boot.kernel, "none (no profiling)")
     return out
 
@@ -96,7 +120,7 @@ def _sentence_memory(rows: Summary, run: Run) -> str:
     for w in mem_workloads_from(rows):
         vals = [(r.value, r.kernel) for k in run.kernels
                 if (r := rows.get(k, w, "page_ext_bytes_per_page")) is not None and r.value is not None
-                and k != REFERENCE]
+                and k != run.main_reference]
         if not vals:
             continue
         hi = max(vals, key=lambda v: v[0])  # ties: the first kernel in run order
@@ -264,26 +288,27 @@ def talk_table(rows: Summary, run: Run) -> list[str]:
         cell = with_interval(rows.get(k, "micro", f"{op}.p50.overhead"))
         return cell + (tag if cell != "n/a" else ""), f"{k} / micro / {op}.p50.overhead"
 
+    baseline, ext16, packed = main(run, "pageext"), main(run, "ext16"), main(run, "flags")
     mws = mem_workloads_from(rows)
     mem_parts, ext_parts = [], []
     for w in mws:
-        pct = rows.value(BASELINE, w, "page_ext_pct_ram")
-        bpp = rows.value(BASELINE, w, "page_ext_bytes_per_entry")
+        pct = rows.value(baseline, w, "page_ext_pct_ram")
+        bpp = rows.value(baseline, w, "page_ext_bytes_per_entry")
         if pct is not None:
             mem_parts.append(f"{num(pct, 3)}% of RAM, {num(bpp, 1)} bytes/page ({w[5:]} MiB)")
-        vb = rows.value("packed-ext16", w, "page_ext_bytes.vs_baseline")
+        vb = rows.value(ext16, w, "page_ext_bytes.vs_baseline")
         if vb is not None:
             ext_parts.append(f"{signed(vb)} ({w[5:]} MiB)")
-    mem_src = f"{BASELINE} / mem-m* / page_ext_pct_ram, page_ext_bytes_per_entry"
+    mem_src = f"{baseline} / mem-m* / page_ext_pct_ram, page_ext_bytes_per_entry"
     body = [
         ["Memory overhead (page_ext refs)", "≈0.2% of RAM (8 bytes per 4 KiB page)",
          "; ".join(mem_parts) or "not measured", mem_src],
-        ["Page allocation, baseline", "+40%", *micro(BASELINE, "pages_o0_alloc")],
-        ["Slab allocation, baseline", "+7%", *micro(BASELINE, "kmalloc_64_alloc")],
+        ["Page allocation, baseline", "+40%", *micro(baseline, "pages_o0_alloc")],
+        ["Slab allocation, baseline", "+7%", *micro(baseline, "kmalloc_64_alloc")],
         ["16-bit page_ext refs: page memory", "−75%", "; ".join(ext_parts) or "not measured",
-         "packed-ext16 / mem-m* / page_ext_bytes.vs_baseline"],
-        ["Page allocation, packed refs", "+7% (reported)", *micro("packed", "pages_o0_alloc")],
-        ["Slab allocation, packed refs", "+9.5%", *micro("packed", "kmalloc_64_alloc")],
+         f"{ext16} / mem-m* / page_ext_bytes.vs_baseline"],
+        ["Page allocation, packed refs", "+7% (reported)", *micro(packed, "pages_o0_alloc")],
+        ["Slab allocation, packed refs", "+9.5%", *micro(packed, "kmalloc_64_alloc")],
     ]
     return table(["Figure", "LSFMM 2024 talk", "This run", "Row (kernel / workload / metric)"], body)
 
@@ -292,7 +317,7 @@ def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
     ks = [k for k in run.kernels if k != run.ref(k) and rows.has_kernel(k, w)]
     body = []
     for op in op_order(run, w):
-        ref = rows.get(REFERENCE, w, f"{op}.p50")
+        ref = rows.get(run.main_reference, w, f"{op}.p50")
         cells = []
         for k in ks:
             c = with_interval(rows.get(k, w, f"{op}.p50.overhead"))
@@ -303,46 +328,39 @@ def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
                          + (f"; p99 {signed(p99)}" if p99 is not None else "")
                          + (f"; {num(out, 0)} outliers" if out else ""))
         body.append([op, num(ref.value if ref else None, 0)] + cells)
-    return table(["Operation", f"off p50 ({rows_unit(rows, w)})"]
+    return table(["Operation", f"{run.main_reference} p50 ({rows_unit(rows, w)})"]
                  + [f"{k}: p50 (delta); p99" for k in ks], body)
 
 
 FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),
                 ("kmalloc_64", "kmalloc-64 (slab: untouched by page tag storage)"))
 SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
-PACKED, PACKED_EXT16, PACKED_NOPF = "packed", "packed-ext16", "packed-nopf"
 
 
 def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Absolute p50 instruction deltas per op and phase, vs off and vs nopf."""
     ks = [k for k in run.kernels if k != run.ref(k) and rows.has_kernel(k, w)]
+    nopf = main(run, "nopf")
     body = []
     for op, label in FASTPATH_OPS:
         for prefix, site in SITES:
             for phase in ("alloc", "free", "pair"):
                 m = f"{prefix}{op}_{phase}.p50"
-                ref = rows.get(REFERENCE, w, m)
+                ref = rows.get(run.main_reference, w, m)
                 if ref is None or ref.value is None:
                     continue
                 cells = []
                 for k in ks:
                     d = rows.value(k, w, m + ".delta")
                     dn = rows.value(k, w, m + ".delta_nopf")
-                    cells.append(signed(d, 0, "") if k == NOPF or dn is None
+                    cells.append(signed(d, 0, "") if k == nopf or dn is None
                                  else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
                 body.append([label, site, phase, num(ref.value, 0)] + cells)
     if not body:
         return []
-    head = ["Operation", "Call site", "Phase", f"off p50 ({rows_unit(rows, w)})"]
-    head += [f"{k} vs {own_off(run, k)}" if k == NOPF else f"{k} vs {own_off(run, k)} / vs nopf" for k in ks]
+    head = ["Operation", "Call site", "Phase", f"{run.main_reference} p50 ({rows_unit(rows, w)})"]
+    head += [f"{k} vs {run.ref(k)}" if k == nopf else f"{k} vs {run.ref(k)} / vs nopf" for k in ks]
     return table(head, body)
-
-
-def own_off(run: Run, k: str) -> str:
-    """How a column header names kernel k's reference: "off", or the kernel
-    it is compared with where its config is not off's."""
-    ref = run.ref(k)
-    return "off" if ref == REFERENCE else ref
 
 
 def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
@@ -350,33 +368,35 @@ def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     def d(k: str, m: str, kind: str = ".delta") -> float | None:
         return rows.value(k, w, m + kind)
 
+    off, baseline, nopf = run.main_reference, main(run, "pageext"), main(run, "nopf")
+    packed, packed_nopf, ext16 = main(run, "flags"), main(run, "flags-nopf"), main(run, "ext16")
     checks = []
     for prefix, site, limit in ((KERNEL_SITE_PREFIX, "kernel tag", 30), ("", "module tag", 35)):
         m = f"{prefix}pages_o0_pair.p50"
-        v = d(PACKED, m, ".delta_nopf")
+        v = d(packed, m, ".delta_nopf")
         if v is not None:
-            checks.append((f"order-0 pair, {site}: packed - nopf <= {limit}", v, v <= limit))
-        pk, bl = d(PACKED, m), d(BASELINE, m)
+            checks.append((f"order-0 pair, {site}: {packed} - nopf <= {limit}", v, v <= limit))
+        pk, bl = d(packed, m), d(baseline, m)
         if pk is not None and bl is not None and bl > 0:
-            checks.append((f"order-0 pair, {site}: packed vs off <= 1/8 of baseline vs off "
+            checks.append((f"order-0 pair, {site}: {packed} vs {off} <= 1/8 of {baseline} vs {off} "
                            f"({num(bl / 8, 1)})", pk, pk <= bl / 8))
-        for nk in (NOPF, PACKED_NOPF):
-            nopf = d(nk, m)
-            if nopf is not None:
-                checks.append((f"order-0 pair, {site}: {nk} - off <= 15", nopf, nopf <= 15))
-        pn = d(PACKED_NOPF, m)
+        for nk in (nopf, packed_nopf):
+            nv = d(nk, m)
+            if nv is not None:
+                checks.append((f"order-0 pair, {site}: {nk} - {off} <= 15", nv, nv <= 15))
+        pn = d(packed_nopf, m)
         if pk is not None and pn is not None:
-            checks.append((f"order-0 pair, {site}: packed - packed-nopf (profiling on vs off, same kernel)",
+            checks.append((f"order-0 pair, {site}: {packed} - {packed_nopf} (profiling on vs off, same kernel)",
                            pk - pn, pk - pn <= limit))
-        e16 = d(PACKED_EXT16, m)
+        e16 = d(ext16, m)
         if e16 is not None and bl is not None:
-            checks.append((f"order-0 pair, {site}: packed-ext16 vs off <= baseline vs off ({num(bl, 0)})",
+            checks.append((f"order-0 pair, {site}: {ext16} vs {off} <= {baseline} vs {off} ({num(bl, 0)})",
                            e16, e16 <= bl))
     for prefix, site in SITES:
         m = f"{prefix}kmalloc_64_pair.p50"
-        pk, bl = d(PACKED, m), d(BASELINE, m)
+        pk, bl = d(packed, m), d(baseline, m)
         if pk is not None and bl is not None:
-            checks.append((f"kmalloc-64 pair, {site}: packed vs off equals baseline vs off ({num(bl, 0)})",
+            checks.append((f"kmalloc-64 pair, {site}: {packed} vs {off} equals {baseline} vs {off} ({num(bl, 0)})",
                            pk, pk == bl))
     if not checks:
         return []
@@ -389,22 +409,23 @@ def window_insns_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     (p50): the same op as the clock-timed rows without the clock reads and
     the benchmark's own dispatch code, which is compiled per kernel."""
     ks = [k for k in run.kernels if k != run.ref(k) and rows.has_kernel(k, w)]
+    nopf = main(run, "nopf")
     body = []
     for prefix, site in SITES:
         for phase in ("alloc", "free", "pair"):
             m = f"cache.{prefix}pages_o0_{phase}.insns.{'mean' if phase == 'pair' else 'p50'}"
-            ref = rows.value(REFERENCE, w, m)
+            ref = rows.value(run.main_reference, w, m)
             if ref is None:
                 continue
             cells = []
             for k in ks:
                 d, dn = rows.value(k, w, m + ".delta"), rows.value(k, w, m + ".delta_nopf")
-                cells.append(signed(d, 0, "") if dn is None or k == NOPF else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
+                cells.append(signed(d, 0, "") if dn is None or k == nopf else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
             body.append([f"order-0 page, {site}", phase, num(ref, 0)] + cells)
     if not body:
         return []
-    return table(["Operation", "Phase", "off (instructions)"]
-                 + [f"{k} vs own off" + ("" if k == NOPF or run.tree(k) == "up" else " / vs nopf") for k in ks],
+    return table(["Operation", "Phase", f"{run.main_reference} (instructions)"]
+                 + [f"{k} vs own off" + ("" if k == nopf or run.is_peer(k) else " / vs nopf") for k in ks],
                  body)
 
 
@@ -417,7 +438,7 @@ def static_insns_table(run: Run) -> list[str]:
     funcs = list(dict.fromkeys(r["function"] for r in recs))
     variants = list(dict.fromkeys(r["variant"] for r in recs))
     by = {(r["variant"], r["function"]): r for r in recs}
-    peer_variants = {v for v in variants if variant_tree(run.manifest, v) == PEER_TREE}
+    peer_variants = {k.variant for k in run.table if k.peer}
 
     def cell(v: str, f: str) -> str:
         if (v, f) in by:
@@ -485,20 +506,21 @@ def cache_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
 
 
 def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    off, baseline, packed = run.main_reference, main(run, "pageext"), main(run, "flags")
     checks = []
     for prefix, site in SITES:
         m = f"cache.{prefix}pages_o0_batch_pair"
-        bl = rows.value(BASELINE, w, f"{m}.llc_miss.mean.delta")
-        pk = rows.value(PACKED, w, f"{m}.llc_miss.mean.delta")
+        bl = rows.value(baseline, w, f"{m}.llc_miss.mean.delta")
+        pk = rows.value(packed, w, f"{m}.llc_miss.mean.delta")
         if bl is not None:
-            checks.append((f"batch order-0 pair, {site}: baseline LLC misses - off >= 1", bl, bl >= 1, 2))
+            checks.append((f"batch order-0 pair, {site}: {baseline} LLC misses - {off} >= 1", bl, bl >= 1, 2))
         if pk is not None:
-            checks.append((f"batch order-0 pair, {site}: packed LLC misses within 0.1 of off", pk,
+            checks.append((f"batch order-0 pair, {site}: {packed} LLC misses within 0.1 of {off}", pk,
                            abs(pk) <= 0.1, 2))
-        bc = rows.value(BASELINE, w, f"{m}.est_cycles.mean.delta")
-        pc = rows.value(PACKED, w, f"{m}.est_cycles.mean.delta")
+        bc = rows.value(baseline, w, f"{m}.est_cycles.mean.delta")
+        pc = rows.value(packed, w, f"{m}.est_cycles.mean.delta")
         if bc is not None and pc is not None and bc > 0:
-            checks.append((f"batch order-0 pair, {site}: packed est. cycles overhead <= 1/5 of baseline's "
+            checks.append((f"batch order-0 pair, {site}: {packed} est. cycles overhead <= 1/5 of {baseline}'s "
                            f"({num(bc / 5, 0)})", pc, pc <= bc / 5, 0))
     if not checks:
         return []
@@ -506,35 +528,36 @@ def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
                  [[t, signed(v, dg, ""), "yes" if ok else "**no**"] for t, v, ok, dg in checks])
 
 
-PEER_PAIRS = (("baseline-nopf", "up-nopf", "profiling compiled in, off"),
-              ("baseline", "up-pageext", "page_ext references (8 B/page)"),
-              ("packed", "up-compressed", "index in page->flags"),
-              ("packed-ext16", None, "16-bit page_ext references"))
+# Roles (bench/kernels) shown side by side: ours, then the peer's.
+PEER_PAIRS = (("nopf", "profiling compiled in, off"),
+              ("pageext", "page_ext references (8 B/page)"),
+              ("flags", "index in page->flags"),
+              ("ext16", "16-bit page_ext references"))
 
 
 def peer_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Ours next to upstream's, each against its own tree's off."""
-    if not any(run.tree(k) == "up" for k in run.kernels):
+    if not any(run.is_peer(k) for k in run.kernels):
         return []
     ops = [(f"{p}{op}_{ph}.p50", f"{ol}, {site}, {ph}") for op, ol in (("pages_o0", "order-0 page"),
                                                                      ("kmalloc_64", "kmalloc-64"))
            for p, site in SITES for ph in ("alloc", "free", "pair")]
     head = ["Metric"]
     cols = []
-    for ours, theirs, what in PEER_PAIRS:
-        for k in (ours, theirs):
+    for role, what in PEER_PAIRS:
+        for k in (run.role(role, "main"), run.role(role, "peer")):
             if k and k in run.kernels:
                 cols.append(k)
                 head.append(f"{k} ({what})")
     body = []
     for m, label in ops:
-        if rows.get(REFERENCE, w, m) is None:
+        if rows.get(run.main_reference, w, m) is None:
             continue
         body.append([f"{label} (instructions vs own off)"] + [signed(rows.value(k, w, m + ".delta"), 0, "")
                                                              for k in cols])
     for prefix, site in SITES:
         m = f"cache.{prefix}pages_o0_batch_pair"
-        if rows.get(REFERENCE, w, f"{m}.llc_miss.mean"):
+        if rows.get(run.main_reference, w, f"{m}.llc_miss.mean"):
             body.append([f"batch order-0 pair, {site}: LLC misses vs own off"]
                         + [signed(rows.value(k, w, f"{m}.llc_miss.mean.delta"), 2, "") for k in cols])
             body.append([f"batch order-0 pair, {site}: est. cycles vs own off"]
@@ -556,12 +579,12 @@ def macro_table(rows: Summary, run: Run, w: str, metrics: list[tuple[str, str]])
     ks = [k for k in run.kernels if k != run.ref(k) and rows.has_kernel(k, w)]
     body = []
     for metric, label in metrics:
-        ref = rows.get(REFERENCE, w, metric.rsplit(".", 1)[0])
+        ref = rows.get(run.main_reference, w, metric.rsplit(".", 1)[0])
         is_rel = metric.endswith(".rel")
         cells = [with_interval(rows.get(k, w, metric), 3, "x", sign=False) if is_rel
                  else with_interval(rows.get(k, w, metric)) for k in ks]
         body.append([label, f"{num(ref.value if ref else None, 3)} {ref.unit if ref else ''}".strip()] + cells)
-    return table(["Metric", "off"] + ks, body)
+    return table(["Metric", run.main_reference] + ks, body)
 
 
 def memory_table(rows: Summary, run: Run) -> list[str]:
@@ -593,7 +616,7 @@ def determinism(summary: Summary) -> tuple[int, int]:
 
 def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     """What the run shows, in five generated lines (none hard-coded)."""
-    def listed(w: str, kernels: tuple[str, ...], key: str, fmt) -> list[str]:
+    def listed(w: str, kernels: list[str], key: str, fmt) -> list[str]:
         return [f"{k} {fmt(k)}" for k in kernels if rows.value(k, w, key) is not None]
 
     out = []
@@ -601,23 +624,22 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     if mws:
         w = max(mws, key=lambda w: int(w[5:]))
         m = "page_ext_bytes_per_page"
-        parts = listed(w, ("baseline", "packed-ext16", "packed", "up-pageext", "up-compressed",
-                           "packed-distro", "packed-distro-numa"), m,
+        parts = listed(w, run.pick(("pageext", "ext16", "flags", "numa"), ("main", "peer", "other")), m,
                        lambda k: f"{num(rows.value(k, w, m), 2)} B")
         out.append(f"Memory for page tags per 4 KiB page ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
-    for site, prefix, peers in (("kernel", KERNEL_SITE_PREFIX, ("up-nopf", "up-pageext", "up-compressed")),
-                                ("module", "", ())):
+    for site, prefix, peers in (("kernel", KERNEL_SITE_PREFIX, run.pick(("nopf", "pageext", "flags"), ("peer",))),
+                                ("module", "", [])):
         m = f"{prefix}pages_o0_pair.p50"
         fmt = (lambda k: f"{signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "  # noqa: E731
                          f"({signed(rows.value(k, 'micro', m + '.overhead'))})")
-        parts = listed("micro", ("baseline", "baseline-nopf", "packed-nopf", "packed", "packed-ext16",
-                                 "packed-distro"), m + ".delta", fmt)
+        parts = listed("micro", run.pick(("pageext", "nopf", "flags-nopf", "flags", "ext16"), ("main", "other")),
+                       m + ".delta", fmt)
         up = listed("micro", peers, m + ".delta", fmt)
         if parts:
             out.append(f"Order-0 alloc+free, {site} tag, instructions vs own off (p50): " + ", ".join(parts)
                        + ("; upstream 7.3: " + ", ".join(up) if up else "") + ".")
     m = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
-    parts = listed("micro", ("baseline", "packed", "packed-ext16", "up-pageext", "up-compressed"),
+    parts = listed("micro", run.pick(("pageext", "flags", "ext16"), ("main", "peer")),
                    m + ".llc_miss.mean.delta",
                    lambda k: f"{signed(rows.value(k, 'micro', m + '.llc_miss.mean.delta'), 2, '')} LLC misses, "
                              f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles")
@@ -633,12 +655,12 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
 
 def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     rows = summary
+    dist = distro(run)
     L: list[str] = [f"# Allocation profiling overhead: run {run.run_id}", "",
                     "Generated by `analysis/plots.py` from the raw files of this run; do not edit. "
-                    "All overheads are relative to the `off` kernel (no profiling) of the same tree"
-                    + ("; `packed-distro*` kernels, built with Debian's page->flags layout, against "
-                       "`packed-distro-nopf` (the same kernel with profiling switched off)"
-                       if any(run.ref(k) == "packed-distro-nopf" for k in run.kernels) else "")
+                    f"All overheads are relative to the `{run.main_reference}` kernel (no profiling) of the same tree"
+                    + (f"; `{dist[0]}*` kernels, built with Debian's page->flags layout, against "
+                       f"`{dist[1]}` (the same kernel with profiling switched off)" if dist else "")
                     + ". Numbers are in `summary.csv` / `summary.json` beside this file.", ""]
     if run.relative_only:
         L += ["> **Relative only:** plain TCG wall clock; absolute times are not latencies.", ""]
@@ -663,8 +685,9 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     fp = fastpath_table(rows, run)
     if fp:
         L += ["## Page allocator fast path: instruction deltas (micro, p50)", "",
-              "Absolute p50 differences in instructions per operation, against `off` (no profiling) "
-              "and against `baseline-nopf` (profiling compiled in, switched off). `pair` is one "
+              f"Absolute p50 differences in instructions per operation, against `{run.main_reference}` "
+              f"(no profiling) and against `{main(run, 'nopf')}` (profiling compiled in, switched off). "
+              "`pair` is one "
               "allocation plus its free, timed as one sample (the talk's loop). Module-tag ops "
               "allocate in the benchmark module, kernel-tag ops through `CONFIG_TEST_ALLOC_SITES` "
               "call sites in the kernel image.", ""] + fp
@@ -678,11 +701,11 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     st = static_insns_table(run)
     if st:
         L += ["Static instruction counts of the hot functions in each vmlinux (`bench/fastpath-insns`, "
-              "recorded at the start of the run), in parentheses the difference to `off`: what the "
+              f"recorded at the start of the run), in parentheses the difference to `{run.main_reference}`: what the "
               "hooks add, cold paths included."
-              + (" `packed-distro` is built with Debian's page->flags layout (NUMA, NUMA balancing, "
-                 "8192 CPUs), not with `off`'s config, so its differences include that config too."
-                 if any(run.ref(k) == "packed-distro-nopf" for k in run.kernels) else ""), ""] + st
+              + (f" `{run.table.get(dist[0]).variant}` is built with Debian's page->flags layout (NUMA, "
+                 f"NUMA balancing, 8192 CPUs), not with `{run.main_reference}`'s config, so its differences "
+                 "include that config too." if dist else ""), ""] + st
     ct = cache_table(rows, run)
     if ct:
         L += ["## Cache model: LLC misses and estimated cycles per operation (micro, mean)", "",
@@ -696,7 +719,7 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     pt = peer_table(rows, run)
     if pt:
         L += ["## Upstream side by side: Linux 7.3 (6.13+ compressed page tags)", "",
-              "Each kernel against its own tree's `off` (`off` for 6.12, `up-off` for 7.3); absolute "
+              f"Each kernel against its own tree's `off` ({own_offs(run)}); absolute "
               "counts of the two trees are never compared. Besides tag storage the trees differ in "
               "6.14's `alloc_hooks()` that touches `current->alloc_tag` only when profiling is on "
               "(our baseline patch 0003 does the same for 6.12), slab `obj_ext` changes, allocator "
@@ -723,13 +746,13 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
         for s in stressors:
             ms += [(f"{s}.wall_time.overhead", f"{s}: run time overhead"),
                    (f"{s}.bogo_ops_per_s.rel", f"{s}: bogo-ops/s vs off")]
-            if rows.get(REFERENCE, "stress", f"{s}.insns_per_bogo_op"):
+            if rows.get(run.main_reference, "stress", f"{s}.insns_per_bogo_op"):
                 ms.append((f"{s}.insns_per_bogo_op.overhead", f"{s}: instructions per bogo-op overhead"))
         L += ["## stress-ng (fixed op counts)", ""] + macro_table(rows, run, "stress", ms)
     if any(r.workload == "fio" for r in rows.rows):
         fm = [("runtime.overhead", "run time overhead"), ("perf.task-clock.overhead", "task-clock overhead"),
               ("write_bw.rel", "write bandwidth vs off")]
-        if rows.get(REFERENCE, "fio", "read_bw"):
+        if rows.get(run.main_reference, "fio", "read_bw"):
             fm.insert(2, ("read_bw.rel", "read bandwidth vs off"))
         L += ["## fio (page cache on tmpfs)", "",
               "fio writes a fresh file each loop and unlinks it at the loop's end, so the timed phase "

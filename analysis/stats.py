@@ -97,7 +97,7 @@ def _against(values: Sequence[float], ref: Sequence[float], deterministic: bool,
 
 
 def ratio(values: Sequence[float], ref: Sequence[float], deterministic: bool, key: str,
-          ref_name: str = "off") -> Estimate | None:
+          ref_name: str = "reference") -> Estimate | None:
     """median(values) / median(ref); None when the reference is not positive.
     Spread: the extreme ratios over all pairs of boots."""
     if not values or not ref or min(ref) <= 0:
@@ -108,7 +108,7 @@ def ratio(values: Sequence[float], ref: Sequence[float], deterministic: bool, ke
 
 
 def difference(values: Sequence[float], ref: Sequence[float], deterministic: bool, key: str,
-               ref_name: str = "off") -> Estimate | None:
+               ref_name: str = "reference") -> Estimate | None:
     """median(values) - median(ref); spread over all pairs of boots."""
     if not values or not ref:
         return None

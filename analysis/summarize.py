@@ -8,6 +8,8 @@ relative to a reference kernel append a suffix:
   .delta        median_k - median_off, same unit as the base metric
   .delta_nopf   median_k - median_nopf (profiling compiled in, switched off)
   .vs_baseline  median_k / median_baseline - 1, in %
+"off" is the kernel's reference, "nopf" and "baseline" the kernels of its
+group with roles nopf and pageext (bench/kernels, as the run recorded it).
 """
 
 from __future__ import annotations
@@ -21,10 +23,8 @@ from functools import cached_property
 from pathlib import Path
 
 from analysis import stats
-from analysis.load import PEER_TREE, REFERENCE, BootData, Run
+from analysis.load import BootData, Run
 
-BASELINE = "baseline"
-NOPF = "baseline-nopf"
 OUT_DIR = "analysis"
 BENCH_FIELDS = ("min", "p50", "p90", "p99", "mean", "max")
 PAGE = 4096
@@ -48,9 +48,13 @@ class Row:
 
 
 COLUMNS = tuple(f.name for f in fields(Row))
+# The derived rows' suffixes (module docstring): the one list of them, which
+# analysis.compare reads too.
 REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_nopf": ".delta_nopf",
               "vs_baseline": ".vs_baseline"}
-REL_REF = {"vs_baseline": BASELINE, "delta_nopf": NOPF}
+OVERHEAD_SUFFIXES = tuple(REL_SUFFIX.values())
+# Rows against another kernel of the group than the reference: its role.
+REL_REF = {"vs_baseline": "pageext", "delta_nopf": "nopf"}
 KERNEL_SITE_PREFIX = "ksite_"
 BOOTS_DISAGREE = "boots disagree (not deterministic)"
 CACHE_REPORTED = ("insns", "l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
@@ -266,7 +270,7 @@ class _Collector:
         mi = d.meminfo or {}
         r = d.report
         is_ref = b.kernel == self.run.ref(b.kernel)
-        peer = self.run.tree(b.kernel) == PEER_TREE
+        peer = self.run.is_peer(b.kernel)
         if r is None and peer:
             # Upstream prints no "page tag refs" line: its page_ext
             # allocation line tells the cost, none means no page_ext at all.
@@ -377,8 +381,8 @@ def summarize(run: Run) -> Summary:
             rows.append(_row(k, w, metric, md.unit, est, _join(tcg, md.note, knote, nsup, est.note)))
         for kind in md.rel:
             for k, vals in clean.items():
-                ref_name = run.ref(k, REL_REF.get(kind, REFERENCE))
-                ref = clean.get(ref_name)
+                ref_name = run.counterpart(k, REL_REF[kind]) if kind in REL_REF else run.ref(k)
+                ref = clean.get(ref_name) if ref_name else None
                 if ref is None or k == ref_name or (kind in REL_REF and k == run.ref(k)):
                     continue
                 key = f"{w}|{metric}|{k}|{kind}"

@@ -33,24 +33,41 @@ all_variants() {
 	awk '!/^#/ && NF { print $1 }' "$REPO/bench/variants"
 }
 
+# kernel_table ARGS...: python3 -m bench.kernels ARGS, the reader of bench/kernels
+# (the one table of kernel labels, their variants, arguments and roles).
+kernel_table() {
+	(cd "$REPO" && "${PYTHON:-/usr/bin/python3}" -m bench.kernels "$@")
+}
+
 # kernel_variant LABEL: the variant (bench/variants) a bench/kernels label boots.
 kernel_variant() {
-	awk -v k="$1" '!/^#/ && $1 == k { print $2 }' "$REPO/bench/kernels"
+	kernel_table field "$1" variant
 }
 
 # kernel_args LABEL: the extra kernel command line of a bench/kernels label,
 # without its "@workload,..." restriction.
 kernel_args() {
-	awk -v k="$1" '!/^#/ && $1 == k { for (i = 3; i <= NF; i++) if ($i !~ /^@/) { printf "%s%s", s, $i; s = " " } }' \
-		"$REPO/bench/kernels"
+	kernel_table field "$1" args
 }
 
 # kernel_runs LABEL WORKLOAD: true unless the label's "@w1,w2" token leaves
 # the workload out.
 kernel_runs() {
-	_only=$(awk -v k="$1" '!/^#/ && $1 == k { for (i = 3; i <= NF; i++) if ($i ~ /^@/) print substr($i, 2) }' \
-		"$REPO/bench/kernels")
-	[ -z "$_only" ] || echo ",$_only," | grep -q ",$2,"
+	kernel_table runs "$1" "$2"
+}
+
+# mutation_verdict BUILT PYTEST_RC: tests/mutation-check's verdict on one
+# mutation.  "invalid" when the mutated kernel did not build (BUILT 0): no
+# test ran, so it shows nothing; else "caught" when the tests failed,
+# "MISSED" when they passed.
+mutation_verdict() {
+	if [ "$1" != 1 ]; then
+		echo invalid
+	elif [ "$2" != 0 ]; then
+		echo caught
+	else
+		echo MISSED
+	fi
 }
 
 # series_objects SRC: the objects (dir/file.o) of the C files the series

@@ -1,7 +1,13 @@
-"""Write results/<run>/manifest.json: what was run, on what, how."""
+"""Write results/<run>/manifest.json: what was run, on what, how.
+
+    python3 -m bench.manifest RUN START TIMING R QUICK STATE KERNEL...
+    python3 -m bench.manifest configs RUN VARIANT...   archive each variant's .config
+"""
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import os
 import platform
@@ -42,7 +48,42 @@ def host_facts() -> dict:
     }
 
 
+def archive_configs(run: Path, build_dir: Path, variants: list[str]) -> list[str]:
+    """Copy each variant's .config (gzip, no name or date in the header: the
+    same config gives the same file) into RUN/configs/VARIANT.config.gz, so
+    the run alone tells which options two kernels differ in.  Returns the
+    variants that have no .config (not built)."""
+    missing = []
+    (run / "configs").mkdir(exist_ok=True)
+    for v in variants:
+        src = build_dir / "out" / v / ".config"
+        if not src.is_file():
+            missing.append(v)
+            continue
+        (run / "configs" / f"{v}.config.gz").write_bytes(gzip.compress(src.read_bytes(), mtime=0))
+    return missing
+
+
+def configs(run: Path, build_info: dict) -> dict:
+    """{variant: {file, sha256, matches_build_info}} of the archived configs."""
+    out = {}
+    for p in sorted((run / "configs").glob("*.config.gz")):
+        v = p.name[:-len(".config.gz")]
+        digest = hashlib.sha256(gzip.decompress(p.read_bytes())).hexdigest()
+        bi = build_info.get(v) or {}
+        out[v] = {"file": f"configs/{p.name}", "sha256": digest,
+                  # build-kernel records the first 16 hex digits as config_hash
+                  "matches_build_info": digest[:16] == bi.get("config_hash") if bi else None}
+    return out
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "configs":
+        run, variants = Path(argv[1]), argv[2:]
+        missing = archive_configs(run, Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build")), variants)
+        for v in missing:
+            print(f"warning: kernel {v} has no .config to archive (not built)", file=sys.stderr)
+        return 0
     run = Path(argv[0])
     start, timing, reps, quick, state = int(argv[1]), argv[2], int(argv[3]), argv[4] == "1", argv[5]
     kernels = argv[6:]
@@ -56,7 +97,8 @@ def main(argv: list[str]) -> int:
             boots.append(b)
     # Parallel boots finish out of order: the manifest keeps the run's order.
     boots.sort(key=lambda b: b.get("seq", 0))
-    variants = sorted({b["variant"] for b in boots})
+    variants = sorted({b["variant"] for b in boots} | {p.name[:-len(".config.gz")]
+                                                        for p in (run / "configs").glob("*.config.gz")})
     build_info = {}
     for v in variants:
         p = build_dir / "out" / v / "build-info.json"
@@ -65,6 +107,9 @@ def main(argv: list[str]) -> int:
     started = {}
     if (run / "start.txt").exists():  # written by run-bench before the first boot
         started = dict(ln.split("=", 1) for ln in (run / "start.txt").read_text().splitlines() if "=" in ln)
+    table = None
+    if (run / "kernels.json").exists():  # bench/kernels as parsed at run start
+        table = json.loads((run / "kernels.json").read_text())
     peer = None
     if (run / "peer-info.json").exists():
         peer = json.loads((run / "peer-info.json").read_text())
@@ -85,7 +130,9 @@ def main(argv: list[str]) -> int:
         "repetitions": reps,
         "quick": quick,
         "kernels": kernels,
+        "kernel_table": table,
         "build_info": build_info,
+        "configs": configs(run, build_info),
         "host": host_facts(),
         "boots": boots,
     }

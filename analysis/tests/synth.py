@@ -14,18 +14,28 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench import kernels
+
+# The kernels' variants, command lines and roles: bench/kernels, plus a
+# synthetic label that boots an existing kernel for the memory workload only.
+SYNTHETIC_KERNELS = "packed-memonly packed 6.12 off - @mem\n"
+
+
+def table(extra: str = "") -> kernels.Table:
+    return kernels.parse(kernels.TABLE.read_text() + SYNTHETIC_KERNELS + extra, "bench/kernels + synth")
+
+
+TABLE = table()
+VARIANT = {k.label: k.variant for k in TABLE}
+CMDLINE = {k.label: " ".join(k.args) for k in TABLE if k.args}
+
 KERNELS = ("off", "baseline", "baseline-nopf", "packed", "packed-ext16")
 # The upstream peer (tree "up"): its absolute counts are 20% higher than
 # 6.12's, so any comparison across trees gives wrong overheads.
 PEER_KERNELS = ("up-off", "up-pageext", "up-compressed")
 TREE_SCALE = {"up-off": 1.2, "up-pageext": 1.2, "up-compressed": 1.2}
-VARIANT = {"up-off": "up-off", "up-pageext": "up", "up-compressed": "up",
-           "off": "off", "baseline": "baseline", "baseline-nopf": "baseline",
-           "packed": "packed", "packed-ext16": "packed", "packed-memonly": "packed"}
 # What run-bench appends to every boot of a workload (its ARGS).
 WORKLOAD_ARGS = {"micro": "samples=1000 warmup=100 parallel=0", "micro-smp": "samples=1000 parallel=2"}
-CMDLINE = {"baseline-nopf": "sysctl.vm.mem_profiling=0", "packed-ext16": "alloc_tag.page_refs=page_ext16",
-           "up-pageext": "sysctl.vm.mem_profiling=1", "up-compressed": "sysctl.vm.mem_profiling=1,compressed"}
 OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
 KINDS = ("alloc", "free", "pair")
 STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16, "up-off": 0, "up": 30}  # bench/fastpath-insns deltas
@@ -81,6 +91,8 @@ class Spec:
     jitter: bool = True  # False: boots of one kernel agree (micro latencies)
     cache: bool = False  # write cache-model plugin output for micro boots
     only: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> its only workloads
+    table: bool = True   # False: a run recorded before the manifest had the kernel table
+    extra: str = ""      # more bench/kernels lines, for labels of this run only
 
 
 def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) -> str:
@@ -178,6 +190,9 @@ WORKLOAD_SMP = {"micro-smp": 2}
 
 def make_run(root: Path, spec: Spec | None = None) -> Path:
     spec = spec or Spec()
+    tab = table(spec.extra)
+    variant = {k.label: k.variant for k in tab}
+    cmdline = {k.label: " ".join(k.args) for k in tab if k.args}
     run = Path(root) / spec.run_id
     (run / "boots").mkdir(parents=True)
     boots = []
@@ -190,10 +205,10 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                     bid = f"{label}--{w}--m{m}--r{rep}"
                     status = spec.failed.get(bid, "ok")
                     smp = WORKLOAD_SMP.get(w, 1)
-                    boots.append({"id": bid, "kernel": label, "variant": VARIANT.get(label, label),
+                    boots.append({"id": bid, "kernel": label, "variant": variant.get(label, label),
                                   "workload": w, "mem_mb": m, "smp": smp, "rep": rep,
-                                  "kernel_args": CMDLINE.get(label, ""),
-                                  "cmdline_extra": " ".join(filter(None, [CMDLINE.get(label, ""),
+                                  "kernel_args": cmdline.get(label, ""),
+                                  "cmdline_extra": " ".join(filter(None, [cmdline.get(label, ""),
                                                                           WORKLOAD_ARGS.get(w, "")])),
                                   "status": status,
                                   "wall_s": 10, "qemu_cmdline": "qemu-system-x86_64 ..."})
@@ -205,7 +220,7 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                                 _cachesim(spec.data_of.get(label, label)))
                     else:
                         (run / "boots" / bid).mkdir()
-    variants = sorted({VARIANT.get(k, k) for k in spec.kernels})
+    variants = sorted({variant.get(k, k) for k in spec.kernels})
     (run / "fastpath-insns.csv").write_text(
         "variant,function,instructions,delta_vs_off\n"
         + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]}\n" for v in variants)
@@ -216,6 +231,7 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
         "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,
         "timing": spec.timing, "timing_unit": "instructions" if spec.timing == "icount" else "ns",
         "repetitions": spec.reps, "quick": True, "kernels": list(spec.kernels),
+        "kernel_table": tab.to_json() if spec.table else None,
         "build_info": {v: {"variant": v, "tree": "up" if v.startswith("up") else ("packed" if "packed" in v
                                                                                     else "baseline"),
                            "kernel_release": f"6.12.0-{v}", "config_hash": f"cfg{v[:3]}",

@@ -72,3 +72,39 @@ def test_runs_of_different_kernels_or_arguments_are_named(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "note: kernel packed: series_hash differs (A serpac, B other)" in out
     assert "note: off/micro: benchmark arguments differ" in out
+
+
+def test_every_row_suffix_summarize_emits_is_compared(tmp_path, capsys):
+    """compare lists every derived row summarize writes, .delta_nopf included
+    (the "packed - nopf" target is a .delta_nopf row)."""
+    a = synth.make_run(tmp_path / "a", synth.Spec(run_id="A", workloads=("micro",)))
+    b = synth.make_run(tmp_path / "b", synth.Spec(run_id="B", workloads=("micro",), scale={"packed": 1.1}))
+    sa = summarize.summarize(load.load_run(a))
+    emitted = {r.metric[r.metric.rindex("."):] for r in sa.rows if r.value is not None
+               and r.metric.endswith(tuple(summarize.REL_SUFFIX.values()))}
+    assert ".delta_nopf" in emitted
+    changes, _, _ = compare.compare(sa, summarize.summarize(load.load_run(b)))
+    compared = {c.metric[c.metric.rindex("."):] for c in changes}
+    assert emitted <= compared, f"never compared: {sorted(emitted - compared)}"
+    assert compare.main([str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert any(ln.startswith("packed ") and "pages_o0_pair.p50.delta_nopf" in ln and ln.rstrip().endswith("outside")
+               for ln in out.splitlines())
+
+
+def test_config_difference_names_the_options(tmp_path, capsys):
+    """With the kernels' configs archived in both runs, compare says which
+    options differ (issue 25 item 4)."""
+    import gzip
+    import json
+    a = synth.make_run(tmp_path / "a", synth.Spec(run_id="A", workloads=("mem",), reps=1))
+    b = synth.make_run(tmp_path / "b", synth.Spec(run_id="B", workloads=("mem",), reps=1))
+    for run, preempt in ((a, "CONFIG_PREEMPT_NONE=y"), (b, "CONFIG_PREEMPT=y")):
+        (run / "configs").mkdir()
+        (run / "configs" / "packed.config.gz").write_bytes(gzip.compress(f"CONFIG_MMU=y\n{preempt}\n".encode()))
+    m = json.loads((b / "manifest.json").read_text())
+    m["build_info"]["packed"]["config_hash"] = "other"
+    (b / "manifest.json").write_text(json.dumps(m))
+    assert compare.main([str(a), str(b)]) == 0
+    assert ("note: kernel packed: config_hash differs (A cfgpac, B other): the runs measured different kernels; "
+            "2 options differ: CONFIG_PREEMPT: n -> y, CONFIG_PREEMPT_NONE: y -> n") in capsys.readouterr().out

@@ -214,3 +214,45 @@ def test_cache_model_rows_and_pairs(tmp_path):
     assert row(s, "baseline", "micro", "cache.pages_o0_batch_free.est_cycles.p50.delta").value == \
         (1400 // 2 - 5 + 1.5 * 200 // 1) - (500 - 5 + 200)
     assert "cache model: l1=48K/12" in row(s, "off", "micro", "cache.pages_o0_alloc.insns.p50").note
+
+
+def test_roles_come_from_the_runs_kernel_table(tmp_path):
+    """A group the analysis has never heard of (say Linux 7.3 with this
+    project's series) is compared within itself, from the manifest alone."""
+    spec = synth.Spec(kernels=synth.KERNELS + ("x-off", "x-nopf", "x-pageext", "x-packed"),
+                      workloads=("micro",), jitter=False,
+                      data_of={"x-off": "up-off", "x-nopf": "up-off", "x-pageext": "up-pageext",
+                               "x-packed": "up-compressed"},
+                      extra="x-off up-off x - noprof\n"
+                            "x-nopf up x x-off nopf sysctl.vm.mem_profiling=0\n"
+                            "x-pageext up x x-off pageext\n"
+                            "x-packed up x x-off flags\n")
+    run = synth.make_run(tmp_path, spec)
+    s = summarize.summarize(load.load_run(run))
+    # x-off pair 1200 + 600; x-pageext 1560 + 780: +540 against x-off, not against 6.12's off
+    assert row(s, "x-pageext", "micro", "pages_o0_pair.p50.delta").value == 540
+    assert row(s, "x-packed", "micro", "pages_o0_pair.p50.delta_nopf").value == \
+        row(s, "x-packed", "micro", "pages_o0_pair.p50.delta").value
+    assert s.get("x-off", "micro", "pages_o0_pair.p50.delta") is None
+    assert s.get("x-nopf", "micro", "pages_o0_pair.p50.delta_nopf") is None
+
+
+def test_run_without_kernel_table_reads_bench_kernels(tmp_path):
+    """Runs recorded before the manifest had the table (the reference run
+    20261204-202248) get their roles from bench/kernels of the checkout."""
+    spec = dict(kernels=synth.KERNELS + synth.PEER_KERNELS, workloads=("micro", "mem"), jitter=False)
+    old = summarize.csv_text(summarize.summarize(load.load_run(
+        synth.make_run(tmp_path / "old", synth.Spec(table=False, **spec)))))
+    new = summarize.csv_text(summarize.summarize(load.load_run(synth.make_run(tmp_path / "new", synth.Spec(**spec)))))
+    assert old == new and ".delta_nopf" in old
+
+
+def test_label_missing_from_the_table_is_a_one_line_error(tmp_path):
+    import json
+    run = synth.make_run(tmp_path, synth.Spec(workloads=("mem",), reps=1))
+    m = json.loads((run / "manifest.json").read_text())
+    m["kernel_table"] = [k for k in m["kernel_table"] if k["label"] != "packed-ext16"]
+    (run / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(load.AnalysisError, match="kernel 'packed-ext16' is not in the run's kernel table") as e:
+        load.load_run(run)
+    assert "\n" not in str(e.value)
