@@ -4,6 +4,7 @@ that the analysis names no kernel label of its own."""
 
 import ast
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -79,7 +80,10 @@ def test_unknown_label_is_a_one_line_error_before_any_build():
     r = cli("check", "off", "packd")
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.startswith("error: bench/kernels: unknown kernel label 'packd'") and r.stderr.count("\n") == 1
-    r = subprocess.run(["make", "-n", "kernels", "KERNELS=off packd"], cwd=REPO, capture_output=True, text=True)
+    # Not the make of "make test": its MAKEFLAGS would print directories.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    r = subprocess.run(["make", "--no-print-directory", "-n", "kernels", "KERNELS=off packd"],
+                       cwd=REPO, capture_output=True, text=True, env=env)
     assert r.returncode != 0 and r.stdout == ""
     assert "unknown kernel label 'packd'" in r.stderr and r.stderr.count("\n") == 1
 
