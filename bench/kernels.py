@@ -34,7 +34,8 @@ WORKLOADS = REPO / "bench" / "workloads"
 # Roles a label can play (the header of bench/kernels says what each means).
 # Those in GROUP_ROLES name at most one label per group: the analysis finds
 # "the nopf kernel of this group" through them.
-GROUP_ROLES = ("noprof", "nopf", "pageext", "flags", "flags-nopf", "ext16", "numa")
+GROUP_ROLES = ("noprof", "nopf", "pageext", "flags", "flags-nopf", "ext16", "numa",
+               "series", "series-nopf")
 ROLES = GROUP_ROLES + ("peer", "test", "test-only")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 NONE = "-"

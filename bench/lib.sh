@@ -83,32 +83,43 @@ series_objects() {
 }
 
 # Series (patch directories) applied for a source tree, in order.  The
-# upstream peer tree "up" (Linux 7.3, bench/fetch-peer) gets no series, only
-# the benchmark's own test patches named in bench/peer-patches.
+# trees of the upstream peer (Linux 7.3, bench/fetch-peer) start with the
+# benchmark's own test patches named in bench/peer-patches: "up" gets
+# nothing else, "up-packed" this project's series for 7.3.
 tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
 	packed) echo baseline packed-refs ;;
 	up) ;;
+	up-packed) echo packed-refs-7.3 ;;
 	*) die "unknown source tree '$1'" ;;
 	esac
 }
 
+# Is this a tree of the upstream peer (Linux 7.3)?
+tree_is_peer() {
+	case $1 in up | up-*) return 0 ;; *) return 1 ;; esac
+}
+
+# The benchmark's test patches for the peer, written against 6.12.
+peer_patches() {
+	grep -v -e '^#' -e '^[[:space:]]*$' "$REPO/bench/peer-patches" | while read -r p; do
+		[ -f "$REPO/patches/$p" ] || die "bench/peer-patches names missing patch $p"
+		echo "$REPO/patches/$p"
+	done
+}
+
 # Patch files applied to a source tree, in order.
 tree_patches() {
-	if [ "$1" = up ]; then
-		grep -v -e '^#' -e '^[[:space:]]*$' "$REPO/bench/peer-patches" | while read -r p; do
-			[ -f "$REPO/patches/$p" ] || die "bench/peer-patches names missing patch $p"
-			echo "$REPO/patches/$p"
-		done
-		return
+	if tree_is_peer "$1"; then
+		peer_patches || exit 1
 	fi
 	for _s in $(tree_series "$1"); do series_patches "$_s" || exit 1; done
 }
 
 # The pristine git tree (tag 'pristine') a source tree is built from.
 tree_pristine() {
-	if [ "$1" = up ]; then echo "$BUILD_DIR/linux-up"; else echo "$PRISTINE"; fi
+	if tree_is_peer "$1"; then echo "$BUILD_DIR/linux-up"; else echo "$PRISTINE"; fi
 }
 
 # Patch files of a series, in the order of its series file.

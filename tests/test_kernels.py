@@ -33,14 +33,18 @@ def test_table_gives_every_role():
     assert t.counterpart("packed-distro", "pageext") is None
     assert t.get("packed-distro-numa").args == ("numa=fake=2",)
     assert t.get("packed-distro-numa").workloads == ("mem",) and not t.get("packed-distro").runs("stress")
-    assert [k.label for k in t if k.peer] == ["up-off", "up-nopf", "up-pageext", "up-compressed"]
+    assert [k.label for k in t if k.peer] == ["up-off", "up-nopf", "up-pageext", "up-compressed",
+                                             "up-packed", "up-packed-nopf"]
+    assert t.get("up-packed").reference == "up-off"
+    assert t.role("series", "7.3") == "up-packed" and t.role("series-nopf", "7.3") == "up-packed-nopf"
     assert "packed-debug" not in t.labels(bench_only=True)
 
 
 def test_variants_the_makefile_builds():
     assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-distro"]
-    assert cli("variants", "--peer").stdout.split() == ["up-off", "up"]
-    assert cli("variants", "--test").stdout.split() == ["off", "baseline", "packed", "packed-debug"]
+    assert cli("variants", "--peer").stdout.split() == ["up-off", "up", "up-packed"]
+    assert cli("variants", "--test").stdout.split() == ["off", "baseline", "packed", "packed-debug",
+                                                        "up-packed"]
     # a label's figures need its reference, and its static counts their noprof kernel
     assert cli("variants", "--bench", "packed-distro").stdout.split() == ["off", "packed-distro"]
     assert cli("variants", "--peer", "up-pageext").stdout.split() == ["up-off", "up"]
@@ -48,7 +52,7 @@ def test_variants_the_makefile_builds():
         ["off", "off", "up-off"]
     out = subprocess.run(["make", "-n", "--no-print-directory", "test-kernels"], cwd=REPO,
                          capture_output=True, text=True).stdout
-    assert "for v in off baseline packed packed-debug;" in out
+    assert "for v in off baseline packed packed-debug up-packed;" in out
 
 
 def test_shell_helpers_read_the_table():

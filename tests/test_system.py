@@ -46,6 +46,8 @@ def module_sites(b, snap):
     ("packed", ""),
     ("packed", "alloc_tag.page_refs=page_ext16"),
     ("packed", "alloc_tag.index_limit=100"),
+    ("up-packed", "sysctl.vm.mem_profiling=1,compressed"),
+    ("up-packed", "sysctl.vm.mem_profiling=1,compressed alloc_tag.index_limit=100"),
 ])
 def test_known_allocations_are_attributed_to_their_call_sites(variant, append):
     b = systest(variant, append)
@@ -94,6 +96,7 @@ def test_unload_with_live_allocations_keeps_the_range_until_freed():
     ("baseline", ""),
     ("packed", ""),
     ("packed", "alloc_tag.page_refs=page_ext16"),
+    ("up-packed", "sysctl.vm.mem_profiling=1,compressed"),
 ])
 def test_allocations_in_a_module_parameter_callback_are_counted_and_uncounted(variant, append):
     # parse_args() runs the callback before the module's init: its tags must

@@ -21,6 +21,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/version.h>
 #include <linux/vmalloc.h>
 
 #include "alloctag_keeper.h"
@@ -114,7 +115,19 @@ static void do_free(void)
 }
 
 #ifndef ALLOC_TAG_IDX_FLAGS_MASK
+#ifdef ALLOC_TAG_REF_FLAGS_MASK
+/* The 7.3 series (patches/packed-refs-7.3): the compressed-mode field. */
+#define ALLOC_TAG_IDX_FLAGS_MASK	ALLOC_TAG_REF_FLAGS_MASK
+#else
 #define ALLOC_TAG_IDX_FLAGS_MASK	0UL	/* baseline: no tag index */
+#endif
+#endif
+
+/* page->flags became a memdesc_flags_t in 6.18. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 18, 0)
+#define page_flags_word(page)	READ_ONCE((page)->flags.f)
+#else
+#define page_flags_word(page)	READ_ONCE((page)->flags)
 #endif
 
 /* Every page->flags bit some field owns; the rest must stay zero. */
@@ -139,7 +152,7 @@ static bool page_sane(struct page *page)
 {
 	const unsigned long clear = BIT(PG_locked) | BIT(PG_lru) | BIT(PG_active) |
 				    BIT(PG_reserved) | BIT(PG_private);
-	unsigned long flags = READ_ONCE(page->flags);
+	unsigned long flags = page_flags_word(page);
 
 	if (!zone_spans_pfn(page_zone(page), page_to_pfn(page)))
 		return false;
