@@ -16,38 +16,16 @@ def test_good_run_loads_every_boot(tmp_path):
     # micro, micro-smp, stress, fio: 1 size; mem: 2 sizes -> 6 boots per kernel and rep
     assert len(run.boots) == 5 * 6 * 2 and run.failed == [] and run.warnings == []
     d = next(b for b in run.boots if b.boot.id == "baseline--stress--m1024--r1")
-    assert set(d.stress) == {"vm", "fork"}
-    assert d.stress["vm"].metrics["wall-clock-time"] == pytest.approx(2.2)
-    assert d.stress["vm"].perf["cycles"].supported is False
-    assert d.stress["vm"].perf["task-clock"].value == pytest.approx(2178.0)
-    f = next(b for b in run.boots if b.boot.id == "off--fio--m1024--r2").fio
+    assert d.job == "stress" and set(d.data) == {"vm", "fork"}
+    assert d.data["vm"].metrics["wall-clock-time"] == pytest.approx(2.2)
+    assert d.data["vm"].perf["cycles"].supported is False
+    assert d.data["vm"].perf["task-clock"].value == pytest.approx(2178.0)
+    f = next(b for b in run.boots if b.boot.id == "off--fio--m1024--r2").data
     assert f.runtime_ms == 2001 and f.read_bw == 65536 * 1000 // 2001
     off_mem = next(b for b in run.boots if b.boot.id == "off--mem--m1024--r1")
     assert off_mem.report is None and off_mem.allocinfo is None
     # icount: every workload, micro-smp's two vCPUs too, is expected to replay
     assert run.deterministic
-
-
-def test_stress_yaml_parser_agrees_with_pyyaml():
-    text = synth._stress_yaml("vm", 2.5)
-    entries = load.stress_yaml(text)
-    assert entries == [{"stressor": "vm", "bogo-ops": "1000",
-                        "bogo-ops-per-second-usr-sys-time": "400.000000",
-                        "bogo-ops-per-second-real-time": "400.000000", "wall-clock-time": "2.500000",
-                        "user-time": "0.250000", "system-time": "2.000000",
-                        "cpu-usage-per-instance": "90.0", "max-rss": "36000"}]
-    yaml = pytest.importorskip("yaml")
-    doc = yaml.safe_load(text)
-    assert {k: float(v) for k, v in doc["metrics"][0].items() if k != "stressor"} == \
-        {k: float(v) for k, v in entries[0].items() if k != "stressor"}
-
-
-def test_perf_stat_parser():
-    c = load.perf_stat("# started on x\n\n1.5,msec,task-clock,1,100.00,,\n<not counted>,,faults,0,0,,\n")
-    assert c["task-clock"] == load.PerfCounter(1.5, "msec", True)
-    assert c["faults"].supported is False and c["faults"].value is None
-    with pytest.raises(load.parse.ParseError):
-        load.perf_stat("garbage\n")
 
 
 def _msg(exc_info) -> str:

@@ -6,6 +6,8 @@ finds them.
     bench/workloads/<job>/<name>.conf   a workload that runs this job: its
                                         settings (below); one folder may hold
                                         several (micro.conf, micro-smp.conf)
+    bench/workloads/<job>/parse.py      what the job's files mean: their
+                                        parsers, load() and figures() (below)
 
 A workload's name is its .conf file's name, the job it runs is its folder:
 bench/run-bench boots every .conf (bench/lib.sh workload_conf/workload_job
@@ -19,15 +21,36 @@ assignments that run-bench sources:
     QUICK_ARGS   the same for make bench QUICK=1
     TIMEOUT      seconds before a boot counts as hung
 
+A job's parse.py is imported by analysis/load.py and analysis/summarize.py
+through unit(job); it needs nothing from analysis/ but the two objects they
+hand it:
+
+    load(files, warnings) -> data or None
+        Read the files the job left in the boot's result/ (files.text(name),
+        files.parsed(name, parser), files.exists(name), files.path(name);
+        files.boot_dir() for host-side files next to result/, such as the
+        cache model's cachesim.csv).  Raise files.error(name, why) for bad
+        input; append to warnings and return None when the boot has no
+        figures (e.g. the tool it ran failed).  What it returns is the
+        boot's BootData.data.
+    figures(c, d)
+        Add the boot's summary rows: c.add(d, workload, metric,
+        MetricDef(unit, timing, rel, note), value), with c.run (the run),
+        c.warnings, c.latency_unit(), c.time_unit(base), c.rate_unit(what)
+        and c.perf(d, workload, prefix, counters) for perf stat counters.
+        Called only for boots whose load() returned data.
+
 Guest jobs that only tests boot (smoke, systest, ...) are in
 bench/guest/jobs/, not here."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 DIR = Path(__file__).resolve().parent
 SETTINGS = ("TOOLS", "MEM", "SMP", "ARGS", "QUICK_ARGS", "TIMEOUT")
@@ -38,6 +61,15 @@ _ASSIGN = re.compile(r"([A-Z_]+)=(.*)\Z")
 
 class WorkloadError(Exception):
     """A malformed workload folder; str() is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    """What a summary row is (analysis/summarize.py's docstring says more)."""
+    unit: str
+    timing: bool = False               # a time measurement (tcg: relative only)
+    rel: tuple[str, ...] = ()          # derived rows: overhead, rel, delta, delta_nopf, vs_baseline
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -93,3 +125,11 @@ def get(name: str) -> Workload:
 def jobs() -> list[str]:
     """The guest jobs with a folder here (whether or not a .conf runs them)."""
     return sorted(p.parent.name for p in DIR.glob("*/job"))
+
+
+def unit(job: str) -> ModuleType | None:
+    """The parse.py of a job's folder (load() and figures()), None for a job
+    without one (a test's job, or a name from an unknown run)."""
+    if not JOB_NAME.match(job) or not (DIR / job / "parse.py").is_file():
+        return None
+    return importlib.import_module(f"{__name__}.{job}.parse")
