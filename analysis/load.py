@@ -56,6 +56,9 @@ class Boot:
     # The kernel label's own command line (bench/kernels), without the
     # workload's; None in runs recorded before boots.jsonl had it.
     kernel_args: str | None = None
+    # The guest job it ran (bench/workloads/<job>/); None in runs recorded
+    # before boots.jsonl had it (e.g. 20261204-202248).
+    job: str | None = None
 
 
 @dataclass
@@ -200,15 +203,20 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
                  page_ext_allocated=r.parsed("dmesg.txt", parse.page_ext_allocated))
     if r.exists("allocinfo.txt"):  # only where /proc/allocinfo exists
         d.allocinfo = r.parsed("allocinfo.txt", parse.allocinfo)
-    # The guest job the boot ran, from its own kernel command line.
-    m = re.search(r"\bjob=(\S+)", r.text("cmdline"))
-    d.job = m.group(1) if m else None
+    d.job = b.job or _job_from_cmdline(r)
     unit = workloads.unit(d.job) if d.job else None
     if unit is None:
         warnings.append(f"boot {b.id}: unknown workload {b.workload!r}: only its boot files are read")
     else:
         d.data = unit.load(r, warnings)
     return d
+
+
+def _job_from_cmdline(r: BootFiles) -> str | None:
+    """The guest job of a boot recorded before boots.jsonl named it: job= on
+    the kernel command line the guest saw."""
+    m = re.search(r"\bjob=(\S+)", r.text("cmdline"))
+    return m.group(1) if m else None
 
 
 def _manifest(run: Path) -> dict:
@@ -262,7 +270,8 @@ def _boot(p: Path, i: int, e: object) -> Boot:
                     rep=int(e.get("rep", 1)), status=str(e["status"]),
                     cmdline_extra=str(e.get("cmdline_extra", "")).strip(),
                     wall_s=int(e.get("wall_s", 0)),
-                    kernel_args=str(e["kernel_args"]).strip() if "kernel_args" in e else None)
+                    kernel_args=str(e["kernel_args"]).strip() if "kernel_args" in e else None,
+                    job=str(e["job"]) if e.get("job") else None)
     except KeyError as k:
         raise AnalysisError(f"{p}: boots[{i}] lacks key {k}") from None
     except (TypeError, ValueError):

@@ -84,6 +84,22 @@ workload_job() {
 	echo "${_wj##*/}"
 }
 
+# json_escape STRING: STRING as the inside of a JSON string.
+json_escape() {
+	printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\t\n' '  '
+}
+
+# boot_record SEQ ID KERNEL VARIANT WORKLOAD JOB MEM_MB SMP REP KERNEL_ARGS
+#             CMDLINE_EXTRA STATUS WALL_S
+# A boot's line in boots.jsonl (bench/run-bench), one short write.  "job" is
+# the guest job the boot ran (bench/workloads/<job>/), which the analysis
+# reads the boot's files with.
+boot_record() {
+	printf '{"seq": %d, "id": "%s", "kernel": "%s", "variant": "%s", "workload": "%s", "job": "%s", "mem_mb": %d, "smp": %d, "rep": %d, "kernel_args": "%s", "cmdline_extra": "%s", "status": "%s", "wall_s": %d}\n' \
+		"$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "$(json_escape "${10}")" "$(json_escape "${11}")" \
+		"${12}" "${13}"
+}
+
 # mutation_verdict BUILT PYTEST_RC: tests/mutation-check's verdict on one
 # mutation.  "invalid" when the mutated kernel did not build (BUILT 0): no
 # test ran, so it shows nothing; else "caught" when the tests failed,

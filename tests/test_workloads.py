@@ -61,6 +61,21 @@ def test_shell_helpers_find_the_same_workloads():
                                   str(REPO / "bench/workloads/micro/micro-smp.conf"), "unknown", "unknown"]
 
 
+def test_boot_record_names_the_job_in_one_json_line():
+    """Each boot's line in boots.jsonl names the guest job it ran, so the
+    analysis need not read it back from the guest's /proc/cmdline."""
+    out = sh('boot_record 3 off--micro-smp--m1024--r1 off off micro-smp "$(workload_job micro-smp)" '
+             '1024 2 1 "a=\\"b\\"" "$(printf \'x\\ty\')" ok 12')
+    assert out.returncode == 0 and out.stdout.count("\n") == 1, out
+    assert json.loads(out.stdout) == {
+        "seq": 3, "id": "off--micro-smp--m1024--r1", "kernel": "off", "variant": "off",
+        "workload": "micro-smp", "job": "micro", "mem_mb": 1024, "smp": 2, "rep": 1,
+        "kernel_args": 'a="b"', "cmdline_extra": "x y", "status": "ok", "wall_s": 12}
+    script = (REPO / "bench/run-bench").read_text()
+    assert 'boot_record "$1" "$_id" "$_k" "$7" "$4" "$JOB" ' in script
+    assert 'JOB=$(workload_job "$w")' in script
+
+
 def test_bad_settings_line_is_a_one_line_error(tmp_path):
     conf = tmp_path / "x.conf"
     conf.write_text("# comment\nTOOLS=0\nMEM=1024 8192\n")

@@ -1,6 +1,7 @@
 """analysis.load: reads good runs, rejects bad ones with one-line messages."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -26,6 +27,24 @@ def test_good_run_loads_every_boot(tmp_path):
     assert off_mem.report is None and off_mem.allocinfo is None
     # icount: every workload, micro-smp's two vCPUs too, is expected to replay
     assert run.deterministic
+
+
+def test_job_comes_from_boots_jsonl_and_from_the_guest_cmdline_only_in_old_runs(tmp_path):
+    """run-bench records each boot's guest job in boots.jsonl: the analysis
+    reads the boot's files by it, whatever the guest's /proc/cmdline says.
+    Runs recorded before that (20261204-202248) have only the cmdline."""
+    spec = synth.Spec(workloads=("micro", "stress", "mem"), reps=1)
+    run = synth.make_run(tmp_path / "new", spec)
+    for cmdline in run.glob("boots/*/result/cmdline"):
+        cmdline.write_text(cmdline.read_text().replace("job=", "no_job="))
+    new = load.load_run(run)
+    assert new.warnings == []
+    assert {(d.boot.workload, d.boot.job, d.job) for d in new.boots} == \
+        {("micro", "micro", "micro"), ("stress", "stress", "stress"), ("mem", "mem", "mem")}
+    assert all(d.data is not None for d in new.boots)
+    old = load.load_run(synth.make_run(tmp_path / "old", replace(spec, job_recorded=False)))
+    assert old.warnings == [] and {d.boot.job for d in old.boots} == {None}
+    assert [(d.boot.id, d.job, d.data) for d in old.boots] == [(d.boot.id, d.job, d.data) for d in new.boots]
 
 
 def _msg(exc_info) -> str:
