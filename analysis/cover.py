@@ -23,7 +23,8 @@ from pathlib import Path
 from analysis import summarize
 from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
 from analysis.report import DISTRO_GROUP, cache_params, determinism, mem_workloads_from, num, signed
-from analysis.summarize import KERNEL_SITE_PREFIX, Summary
+from analysis.summarize import Summary
+from bench.workloads.micro.parse import KERNEL_SITE_PREFIX
 
 REPO = Path(__file__).resolve().parent.parent
 COVER = REPO / "patches" / "packed-refs" / "0000-cover-letter.patch"

@@ -7,15 +7,15 @@ in Run.failed and reported."""
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 from bench import kernels as ktable
 from bench import parse
+from bench import workloads
 
 # Which kernel is measured against which, and which plays which role, comes
 # from the run's own copy of bench/kernels (manifest "kernel_table"), never
@@ -56,48 +56,23 @@ class Boot:
     # The kernel label's own command line (bench/kernels), without the
     # workload's; None in runs recorded before boots.jsonl had it.
     kernel_args: str | None = None
-
-
-@dataclass(frozen=True)
-class PerfCounter:
-    value: float | None  # None: not supported / not counted
-    unit: str
-    supported: bool
-
-
-@dataclass
-class StressorResult:
-    metrics: dict[str, float]  # numeric fields of the stress-ng metrics entry
-    perf: dict[str, PerfCounter]
-
-
-@dataclass
-class FioResult:
-    runtime_ms: float
-    read_bw: float
-    read_iops: float
-    write_bw: float
-    write_iops: float
-    usr_cpu: float
-    sys_cpu: float
-    perf: dict[str, PerfCounter]
-    pgalloc: float | None = None  # pages allocated during the job (/proc/vmstat)
+    # The guest job it ran (bench/workloads/<job>/); None in runs recorded
+    # before boots.jsonl had it (e.g. 20261204-202248).
+    job: str | None = None
 
 
 @dataclass
 class BootData:
     boot: Boot
+    # What every boot leaves behind.
     report: parse.PageRefsReport | None
     meminfo_boot: dict[str, int]
-    bench: list[parse.BenchLine] = field(default_factory=list)
-    stress: dict[str, StressorResult] = field(default_factory=dict)
-    fio: FioResult | None = None
-    meminfo: dict[str, int] | None = None
     allocinfo: list[parse.AllocinfoLine] | None = None
-    # cache model (bench/qemu-plugin): {op_phase: {metric: stats}}, parameters
-    cache: dict[str, dict[str, parse.CacheStat]] | None = None
-    cache_params: dict[str, str] = field(default_factory=dict)
     page_ext_allocated: int | None = None  # "allocated N bytes of page_ext"
+    # The guest job it ran, and what that job's load() read from its files
+    # (bench/workloads/<job>/parse.py); None: a job without figures.
+    job: str | None = None
+    data: Any = None
 
 
 @dataclass
@@ -175,99 +150,23 @@ class Run:
         return self.timing == "icount"
 
 
-# --- small parsers for files bench/parse.py does not cover -----------------
-
-def _scalar(text: str) -> str:
-    text = text.strip()
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        text = text[1:-1]
-    return text
-
-
-def stress_yaml(text: str) -> list[dict[str, str]]:
-    """The entries of the top-level "metrics:" list of stress-ng --yaml output,
-    as {key: raw string}.  Tolerant: anything outside that list is skipped."""
-    entries: list[dict[str, str]] = []
-    in_metrics = False
-    cur: dict[str, str] | None = None
-    for ln in text.splitlines():
-        if not ln.strip() or ln.lstrip().startswith("#"):
-            continue
-        if ln.strip() in ("---", "..."):
-            in_metrics = False
-            continue
-        if not ln[0].isspace():  # a top-level key
-            in_metrics = ln.split("#", 1)[0].strip() == "metrics:"
-            cur = None
-            continue
-        if not in_metrics:
-            continue
-        body = ln.strip()
-        if body.startswith("- "):
-            cur = {}
-            entries.append(cur)
-            body = body[2:].strip()
-        if cur is None or ":" not in body:
-            continue
-        key, _, value = body.partition(":")
-        cur[key.strip()] = _scalar(value)
-    return entries
-
-
-def _num(s: str) -> float | None:
-    try:
-        v = float(s)
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
-
-
-def perf_stat(text: str) -> dict[str, PerfCounter]:
-    """perf stat -x, output: {event: PerfCounter}."""
-    out: dict[str, PerfCounter] = {}
-    for ln in text.splitlines():
-        if not ln.strip() or ln.startswith("#"):
-            continue
-        parts = ln.split(",")
-        if len(parts) < 3 or not parts[2]:
-            raise parse.ParseError(f"malformed perf stat line: {ln!r}")
-        raw, unit, event = parts[0].strip(), parts[1].strip(), parts[2].strip()
-        if raw.startswith("<"):  # <not supported>, <not counted>
-            out[event] = PerfCounter(None, unit, False)
-            continue
-        v = _num(raw)
-        if v is None:
-            raise parse.ParseError(f"malformed perf stat value: {ln!r}")
-        out[event] = PerfCounter(v, unit, True)
-    return out
-
-
-def fio_json(text: str) -> tuple[float, float, float, float, float, float, float]:
-    """(job_runtime ms, read bw KiB/s, read iops, write bw, write iops, usr %,
-    sys %) of jobs[0].  Text before the JSON (fio notes) is skipped."""
-    start = text.find("{")
-    if start < 0:
-        raise parse.ParseError("no JSON object in fio output")
-    try:
-        d = json.loads(text[start:])
-        j = d["jobs"][0]
-        vals = (j["job_runtime"], j["read"]["bw"], j["read"]["iops"], j["write"]["bw"],
-                j["write"]["iops"], j["usr_cpu"], j["sys_cpu"])
-        return tuple(float(v) for v in vals)  # type: ignore[return-value]
-    except json.JSONDecodeError as e:
-        raise parse.ParseError(f"corrupt JSON: {e.msg} at line {e.lineno}") from e
-    except (KeyError, IndexError, TypeError, ValueError) as e:
-        raise parse.ParseError(f"unexpected fio JSON layout (missing {e})") from e
-
-
 # --- loading ----------------------------------------------------------------
 
-class _Boot:
-    """Reads one boot's result files with uniform error messages."""
+class BootFiles:
+    """Reads one boot's result files with uniform error messages: what a
+    workload's load() (bench/workloads/<job>/parse.py) reads its files with."""
 
     def __init__(self, result: Path, boot_id: str):
         self.result = result
         self.id = boot_id
+
+    def boot_dir(self) -> BootFiles:
+        """The boot's own directory, next to result/ (host-side files)."""
+        return BootFiles(self.result.parent, self.id)
+
+    def error(self, name: str, why: str) -> AnalysisError:
+        """The error to raise for bad input in file name."""
+        return AnalysisError(f"{self.path(name)}: {why}")
 
     def path(self, name: str) -> Path:
         return self.result / name
@@ -291,34 +190,8 @@ class _Boot:
             raise AnalysisError(f"{self.path(name)}: {e}") from None
 
 
-def _load_stress(r: _Boot, warnings: list[str]) -> dict[str, StressorResult]:
-    out: dict[str, StressorResult] = {}
-    for ln in r.text("stress-rc.txt").splitlines():
-        parts = ln.split()
-        if not parts:
-            continue
-        # "<stressor> <rc> [<guest uptime after it>]"
-        if len(parts) not in (2, 3) or not parts[1].lstrip("-").isdigit():
-            raise AnalysisError(f"{r.path('stress-rc.txt')}: malformed line {ln!r}")
-        s, rc = parts[0], int(parts[1])
-        if rc != 0:
-            warnings.append(f"boot {r.id}: stress-ng {s} exited with {rc}; its figures are left out")
-            continue
-        name = f"stress-{s}.yaml"
-        entries = r.parsed(name, stress_yaml)
-        entry = next((e for e in entries if e.get("stressor") == s), None)
-        if entry is None:
-            raise AnalysisError(f"{r.path(name)}: no metrics entry for stressor {s}")
-        metrics = {k: v for k, v in ((k, _num(x)) for k, x in entry.items()) if v is not None}
-        for k in ("bogo-ops", "wall-clock-time", "bogo-ops-per-second-real-time"):
-            if k not in metrics:
-                raise AnalysisError(f"{r.path(name)}: metrics entry for {s} lacks {k}")
-        out[s] = StressorResult(metrics, r.parsed(f"perf-stress-{s}.txt", perf_stat))
-    return out
-
-
 def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
-    r = _Boot(run / "boots" / b.id / "result", b.id)
+    r = BootFiles(run / "boots" / b.id / "result", b.id)
     if not r.result.is_dir():
         raise AnalysisError(f"{r.result}: missing result directory for ok boot {b.id}")
     rc = r.text("job.rc").strip()
@@ -330,41 +203,20 @@ def _load_boot(run: Path, b: Boot, warnings: list[str]) -> BootData | None:
                  page_ext_allocated=r.parsed("dmesg.txt", parse.page_ext_allocated))
     if r.exists("allocinfo.txt"):  # only where /proc/allocinfo exists
         d.allocinfo = r.parsed("allocinfo.txt", parse.allocinfo)
-    # The guest job the boot ran, from its own kernel command line.
-    m = re.search(r"\bjob=(\S+)", r.text("cmdline"))
-    job = m.group(1) if m else None
-    if job == "micro":
-        _, d.bench = r.parsed("alloc_bench.csv", parse.alloc_bench)
-        if not d.bench:
-            raise AnalysisError(f"{r.path('alloc_bench.csv')}: no measurements")
-        cs = _Boot(r.result.parent, b.id)
-        if cs.exists("cachesim.csv"):
-            d.cache_params, by_label = cs.parsed("cachesim.csv", parse.cachesim)
-            ops = parse.bench_labels(r.text("alloc_bench.csv"))
-            d.cache = {}
-            for label, stats in by_label.items():
-                name = parse.window_name(label, ops)
-                if name is None:
-                    raise AnalysisError(f"{cs.path('cachesim.csv')}: window label {label} is not "
-                                        f"an op of alloc_bench.csv")
-                d.cache[name] = stats
-    elif job == "stress":
-        d.stress = _load_stress(r, warnings)
-    elif job == "fio":
-        frc = r.text("fio-rc.txt").strip() if r.exists("fio-rc.txt") else "0"
-        if frc != "0":
-            warnings.append(f"boot {b.id}: fio exited with {frc}; its figures are left out")
-        else:
-            vals = r.parsed("fio.json", fio_json)
-            d.fio = FioResult(*vals, perf=r.parsed("perf-fio.txt", perf_stat))
-            if r.exists("vmstat-before.txt") and r.exists("vmstat-after.txt"):
-                before = r.parsed("vmstat-before.txt", parse.vmstat_pgalloc)
-                d.fio.pgalloc = r.parsed("vmstat-after.txt", parse.vmstat_pgalloc) - before
-    elif job == "mem":
-        d.meminfo = r.parsed("meminfo.txt", parse.meminfo)
-    else:
+    d.job = b.job or _job_from_cmdline(r)
+    unit = workloads.unit(d.job) if d.job else None
+    if unit is None:
         warnings.append(f"boot {b.id}: unknown workload {b.workload!r}: only its boot files are read")
+    else:
+        d.data = unit.load(r, warnings)
     return d
+
+
+def _job_from_cmdline(r: BootFiles) -> str | None:
+    """The guest job of a boot recorded before boots.jsonl named it: job= on
+    the kernel command line the guest saw."""
+    m = re.search(r"\bjob=(\S+)", r.text("cmdline"))
+    return m.group(1) if m else None
 
 
 def _manifest(run: Path) -> dict:
@@ -418,7 +270,8 @@ def _boot(p: Path, i: int, e: object) -> Boot:
                     rep=int(e.get("rep", 1)), status=str(e["status"]),
                     cmdline_extra=str(e.get("cmdline_extra", "")).strip(),
                     wall_s=int(e.get("wall_s", 0)),
-                    kernel_args=str(e["kernel_args"]).strip() if "kernel_args" in e else None)
+                    kernel_args=str(e["kernel_args"]).strip() if "kernel_args" in e else None,
+                    job=str(e["job"]) if e.get("job") else None)
     except KeyError as k:
         raise AnalysisError(f"{p}: boots[{i}] lacks key {k}") from None
     except (TypeError, ValueError):

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from analysis import stats
 from analysis.load import Run
-from analysis.summarize import BOOTS_DISAGREE, KERNEL_SITE_PREFIX, Row, Summary
+from analysis.summarize import BOOTS_DISAGREE, Row, Summary
+from bench.workloads.micro.parse import KERNEL_SITE_PREFIX, Micro
 
 # The group of kernels built with Debian's page->flags layout (bench/kernels).
 DISTRO_GROUP = "distro"
@@ -93,9 +94,9 @@ def op_order(run: Run, workload: str) -> list[str]:
     the order alloc_bench prints them."""
     seen: list[str] = []
     for d in run.boots:
-        if d.boot.workload != workload:
+        if d.boot.workload != workload or not isinstance(d.data, Micro):
             continue
-        for ln in d.bench:
+        for ln in d.data.bench:
             base = ln.op if ln.cpu == -1 else f"parallel.{ln.op}"
             if ln.cpu in (-1,) or ln.cpu >= 1000:
                 if base not in seen:
@@ -460,7 +461,8 @@ CACHE_PATTERNS = (("", "hot loop"), ("_batch", "batch"))
 
 def cache_params(run: Run) -> dict[str, str] | None:
     """The cache model's parameters, as the first boot with a cache model recorded them."""
-    return next((d.cache_params for d in run.boots if d.cache_params), None)
+    return next((d.data.cache_params for d in run.boots
+                 if isinstance(d.data, Micro) and d.data.cache_params), None)
 
 
 def cache_params_text(run: Run) -> str:

@@ -24,12 +24,10 @@ from pathlib import Path
 
 from analysis import stats
 from analysis.load import BootData, Run
+from bench import workloads
+from bench.workloads import MetricDef
 
 OUT_DIR = "analysis"
-BENCH_FIELDS = ("min", "p50", "p90", "p99", "mean", "max")
-PAGE = 4096
-TIB = 1 << 40
-MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -55,21 +53,8 @@ REL_SUFFIX = {"overhead": ".overhead", "rel": ".rel", "delta": ".delta", "delta_
 OVERHEAD_SUFFIXES = tuple(REL_SUFFIX.values())
 # Rows against another kernel of the group than the reference: its role.
 REL_REF = {"vs_baseline": "pageext", "delta_nopf": "nopf"}
-KERNEL_SITE_PREFIX = "ksite_"
 BOOTS_DISAGREE = "boots disagree (not deterministic)"
-CACHE_REPORTED = ("insns", "l1_miss", "l2_miss", "llc_miss", "lines", "est_cycles")
-CACHE_PARAM_KEYS = ("l1", "l2", "llc", "pen_l2", "pen_llc", "pen_mem")
-CACHE_UNITS = {"insns": "instructions", "l1_miss": "misses", "l2_miss": "misses", "llc_miss": "misses",
-               "lines": "lines", "est_cycles": "cycles (model)"}
 REL_UNIT = {"overhead": "%", "rel": "ratio", "vs_baseline": "%"}
-
-
-@dataclass(frozen=True)
-class MetricDef:
-    unit: str
-    timing: bool = False               # a time measurement (tcg: relative only)
-    rel: tuple[str, ...] = ()          # derived rows, see module docstring
-    note: str = ""
 
 
 @dataclass
@@ -136,16 +121,12 @@ def rate_unit(run: Run, what: str) -> str:
     return f"{what}/s (tcg, relative only)" if run.relative_only else f"{what}/s"
 
 
-def call_site(op: str) -> str:
-    """Which allocation tag an alloc_bench op is accounted to: ops named
-    ksite_* allocate from call sites in the kernel image, the others from
-    the benchmark module itself."""
-    return "kernel tag call site" if op.startswith(KERNEL_SITE_PREFIX) else "module tag call site"
-
-
 # --- per-boot observations ----------------------------------------------------
 
-class _Collector:
+class Collector:
+    """Per (workload, metric), every boot's value per kernel.  Each workload's
+    figures() (bench/workloads/<job>/parse.py) adds its rows through it."""
+
     def __init__(self, run: Run):
         self.run = run
         self.groups: dict[tuple[str, str], _Group] = {}
@@ -161,177 +142,30 @@ class _Collector:
         if note:
             g.notes[d.boot.kernel].add(note)
 
-    def micro(self, d: BootData):
-        w, unit = d.boot.workload, latency_unit(self.run)
-        single = [ln for ln in d.bench if ln.cpu == -1]
-        par: dict[str, list] = defaultdict(list)
-        for ln in d.bench:
-            if ln.cpu >= 1000:
-                par[ln.op].append(ln)
-        for ln in single:
-            site = call_site(ln.op)
-            self.add(d, w, f"{ln.op}.outliers",
-                     MetricDef("samples", note="samples over 100x the median: an interrupt or reclaim "
-                                               "hit them"), float(ln.outliers))
-            for f in BENCH_FIELDS:
-                self.add(d, w, f"{ln.op}.{f}",
-                         MetricDef(unit, True, ("overhead", "delta", "delta_nopf") if f == "p50" else
-                                   ("overhead",) if f == "p99" else (),
-                                   site),
-                         float(getattr(ln, f)))
-        for op, lines in par.items():
-            for f in BENCH_FIELDS:
-                v = sum(getattr(x, f) for x in lines) / len(lines)
-                self.add(d, w, f"parallel.{op}.{f}",
-                         MetricDef(unit, True, ("overhead",) if f == "p50" else (),
-                                   "all CPUs at once; per boot the mean over CPUs"), v)
+    def latency_unit(self) -> str:
+        return latency_unit(self.run)
 
-    def cache(self, d: BootData):
-        """Cache-model windows: misses per level, distinct lines and
-        estimated cycles per op, p50 and mean; the pair as alloc + free
-        means.  Only the parallel pattern is left out (its vCPUs share
-        one LLC and interleave)."""
-        w = d.boot.workload
-        note = "cache model: " + " ".join(f"{k}={d.cache_params[k]}" for k in CACHE_PARAM_KEYS
-                                          if k in d.cache_params)
-        pairs: dict[str, dict[str, float]] = defaultdict(dict)
-        for name, per in (d.cache or {}).items():
-            if "_parallel_" in name:
-                continue
-            for m in CACHE_REPORTED:
-                st = per.get(m)
-                if st is None:
-                    continue
-                unit = CACHE_UNITS[m]
-                for f in ("p50", "mean"):
-                    self.add(d, w, f"cache.{name}.{m}.{f}",
-                             MetricDef(unit, False, ("delta", "delta_nopf"), note), float(getattr(st, f)))
-                op, phase = name.rsplit("_", 1)
-                pairs[f"{op}_pair.{m}"][phase] = st.mean
-        for key, phases in pairs.items():
-            if set(phases) == {"alloc", "free"}:
-                m = key.rsplit(".", 1)[1]
-                unit = CACHE_UNITS[m]
-                self.add(d, w, f"cache.{key}.mean",
-                         MetricDef(unit, False, ("delta", "delta_nopf"), note + "; alloc mean + free mean"),
-                         phases["alloc"] + phases["free"])
+    def time_unit(self, base: str) -> str:
+        return time_unit(self.run, base)
+
+    def rate_unit(self, what: str) -> str:
+        return rate_unit(self.run, what)
 
     def perf(self, d: BootData, w: str, prefix: str, counters: dict):
+        """perf stat counters (bench.parse.perf_stat) as rows <prefix>perf.<event>."""
         for ev, c in counters.items():
             timing = ev in ("task-clock", "cpu-clock")
             unit = time_unit(self.run, c.unit) if timing else (c.unit or "count")
             self.add(d, w, f"{prefix}perf.{ev}",
                      MetricDef(unit, timing, ("overhead",) if timing else ()), c.value)
 
-    def stress(self, d: BootData):
-        w = d.boot.workload
-        s_unit = time_unit(self.run, "s")
-        for s, r in d.stress.items():
-            m = r.metrics
-            self.add(d, w, f"{s}.wall_time", MetricDef(s_unit, True, ("overhead",),
-                                                      "stress-ng wall-clock-time of a fixed op count"),
-                     m["wall-clock-time"])
-            for k, name, rel in (("user-time", "user_time", ()), ("system-time", "system_time", ("overhead",))):
-                if k in m:
-                    self.add(d, w, f"{s}.{name}", MetricDef(s_unit, True, rel), m[k])
-            self.add(d, w, f"{s}.bogo_ops", MetricDef("bogo ops"), m["bogo-ops"])
-            if self.run.timing == "icount" and m["bogo-ops"] > 0:
-                # one guest nanosecond is one instruction under -icount shift=0
-                self.add(d, w, f"{s}.insns_per_bogo_op",
-                         MetricDef("instructions", True, ("overhead", "delta"),
-                                   "stress-ng wall-clock-time under icount / bogo ops"),
-                         m["wall-clock-time"] * 1e9 / m["bogo-ops"])
-            self.add(d, w, f"{s}.bogo_ops_per_s",
-                     MetricDef(rate_unit(self.run, "bogo ops"), True, ("rel",)),
-                     m["bogo-ops-per-second-real-time"])
-            self.perf(d, w, f"{s}.", r.perf)
 
-    def fio(self, d: BootData):
-        w, f = d.boot.workload, d.fio
-        assert f is not None
-        self.add(d, w, "runtime", MetricDef(time_unit(self.run, "ms"), True, ("overhead",),
-                                            "fio job_runtime of a fixed amount of I/O"), f.runtime_ms)
-        for name, v, what in (("read_bw", f.read_bw, "KiB"), ("write_bw", f.write_bw, "KiB"),
-                              ("read_iops", f.read_iops, "IO"), ("write_iops", f.write_iops, "IO")):
-            if v > 0 or not name.startswith("read"):  # a write-only job reads nothing
-                self.add(d, w, name, MetricDef(rate_unit(self.run, what), True, ("rel",)), v)
-        if f.pgalloc is not None:
-            if f.pgalloc <= 0:
-                self.warnings.append(f"boot {d.boot.id}: fio allocated no pages (/proc/vmstat "
-                                     f"pgalloc_* did not grow): it measured no page allocation")
-            self.add(d, w, "pgalloc", MetricDef("pages", note="pgalloc_* growth in /proc/vmstat "
-                                                "over the fio job"), f.pgalloc)
-        self.add(d, w, "usr_cpu", MetricDef("%"), f.usr_cpu)
-        self.add(d, w, "sys_cpu", MetricDef("%"), f.sys_cpu)
-        self.perf(d, w, "", f.perf)
-
-    def mem(self, d: BootData):
-        b, w = d.boot, f"mem-m{d.boot.mem_mb}"
-        mi = d.meminfo or {}
-        r = d.report
-        is_ref = b.kernel == self.run.ref(b.kernel)
-        peer = self.run.is_peer(b.kernel)
-        if r is None and peer:
-            # Upstream prints no "page tag refs" line: its page_ext
-            # allocation line tells the cost, none means no page_ext at all.
-            self.add_page_ext(d, w, float(d.page_ext_allocated or 0), None, mi,
-                              "from 'allocated N bytes of page_ext'" if d.page_ext_allocated
-                              else "no page_ext allocated (no 'bytes of page_ext' line)")
-        elif r is None and not is_ref:
-            self.warnings.append(f"boot {b.id}: no 'page tag refs' line in dmesg.txt; "
-                                 f"page_ext figures left out")
-        if r is not None:
-            self.add(d, w, "ref_bits", MetricDef("bits"), float(r.ref_bits))
-            self.add(d, w, "kernel_tags", MetricDef("tags"), float(r.kernel_tags))
-        if (r is not None or is_ref) and not (peer and r is None):
-            nbytes = float(r.page_ext_bytes) if r else 0.0
-            npages = float(r.page_ext_pages) if r else 0.0
-            note = "" if r else "no page tag refs line: kernel without profiling"
-            self.add_page_ext(d, w, nbytes, npages, mi, note)
-        for k, name in (("MemTotal", "memtotal_kb"), ("MemFree", "memfree_kb")):
-            if k in mi:
-                self.add(d, w, name, MetricDef("kB", rel=("delta",)), float(mi[k]))
-        if d.allocinfo is not None:
-            self.add(d, w, "allocinfo_bytes", MetricDef("bytes", note="sum of /proc/allocinfo sizes"),
-                     float(sum(a.bytes for a in d.allocinfo)))
-            self.add(d, w, "allocinfo_lines", MetricDef("tags", note="lines of /proc/allocinfo"),
-                     float(len(d.allocinfo)))
-
-
-    def add_page_ext(self, d: BootData, w: str, nbytes: float, npages: float | None,
-                     mi: dict[str, int], note: str):
-        ram = d.boot.mem_mb * MIB
-        self.add(d, w, "page_ext_bytes", MetricDef("bytes", rel=("vs_baseline",)), nbytes, note)
-        if npages is not None:
-            self.add(d, w, "page_ext_pages", MetricDef("page_ext entries"), npages, note)
-            if npages > 0:
-                self.add(d, w, "page_ext_bytes_per_entry", MetricDef("bytes/entry"), nbytes / npages)
-        total = mi.get("MemTotal", 0)
-        if total > 0:
-            self.add(d, w, "page_ext_bytes_per_page",
-                     MetricDef("bytes per 4 KiB page", note="page_ext_bytes / (MemTotal/4 KiB)"),
-                     nbytes / (total / (PAGE // 1024)))
-        if ram > 0:
-            self.add(d, w, "page_ext_pct_ram",
-                     MetricDef("% of RAM", note=f"of the guest's {d.boot.mem_mb} MiB"), nbytes / ram * 100)
-            self.add(d, w, "page_ext_bytes_per_tib",
-                     MetricDef("bytes per TiB RAM", note="extrapolated linearly from this RAM size"),
-                     nbytes / ram * TIB)
-
-
-def _collect(run: Run) -> _Collector:
-    c = _Collector(run)
+def _collect(run: Run) -> Collector:
+    c = Collector(run)
     for d in run.boots:
-        if d.bench:
-            c.micro(d)
-        if d.cache:
-            c.cache(d)
-        if d.stress:
-            c.stress(d)
-        if d.fio is not None:
-            c.fio(d)
-        if d.meminfo is not None:
-            c.mem(d)
+        unit = workloads.unit(d.job) if d.job else None
+        if unit is not None and d.data is not None:
+            unit.figures(c, d)
     return c
 
 

@@ -20,6 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench import parse
+from bench.workloads.micro import parse as micro
 
 
 def load_map(path: Path) -> tuple[list[int], list[str]]:
@@ -35,8 +36,8 @@ def load_map(path: Path) -> tuple[list[int], list[str]]:
 def profile(boot: Path, system_map: Path, op: str) -> tuple[dict[str, float], int]:
     """{function: instructions per window} and the number of windows."""
     text = (boot / "result" / "alloc_bench.csv").read_text()
-    ops = parse.bench_labels(text)
-    labels = [lb for lb in range(1 << 16) if parse.window_name(lb, ops) == op]
+    ops = micro.bench_labels(text)
+    labels = [lb for lb in range(1 << 16) if micro.window_name(lb, ops) == op]
     if not labels:
         raise SystemExit(f"error: {boot}: no window label for op {op!r}")
     _, by_label = parse.cachesim((boot / "cachesim.csv").read_text())

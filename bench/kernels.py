@@ -26,10 +26,11 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench import workloads as wl_registry
+
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "bench" / "kernels"
 VARIANTS = REPO / "bench" / "variants"
-WORKLOADS = REPO / "bench" / "workloads"
 
 # Roles a label can play (the header of bench/kernels says what each means).
 # Those in GROUP_ROLES name at most one label per group: the analysis finds
@@ -237,7 +238,10 @@ def read(path: Path = TABLE) -> Table:
         text = path.read_text()
     except OSError as e:
         raise KernelsError(f"{path}: unreadable: {e.strerror}") from None
-    wl = {p.stem for p in WORKLOADS.glob("*.conf")} if WORKLOADS.is_dir() else None
+    try:
+        wl = set(wl_registry.names())
+    except wl_registry.WorkloadError as e:
+        raise KernelsError(str(e)) from None
     try:
         name = str(path.relative_to(REPO))
     except ValueError:

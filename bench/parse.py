@@ -1,9 +1,13 @@
-"""Parse what a guest boot leaves behind: kernel log lines, KTAP, allocinfo,
-meminfo and the alloc_bench CSV.  Pure functions over text; no I/O besides
-reading the files a caller names."""
+"""Parse what every guest boot leaves behind, and the formats several jobs
+share: kernel log lines, KTAP, allocinfo, meminfo, vmstat, perf stat and
+the cache-model plugin's CSV.  A benchmark workload's own output (the
+alloc_bench CSV, stress-ng's YAML, fio's JSON) is parsed in its folder,
+bench/workloads/<job>/parse.py; nothing in analysis/ parses guest output.
+Pure functions over text; no I/O besides reading the files a caller names."""
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -111,46 +115,40 @@ def ktap(log: str) -> list[KtapCase]:
     return cases
 
 
-@dataclass
-class BenchLine:
-    op: str
-    cpu: int
-    count: int
-    min: int
-    p50: int
-    p90: int
-    p99: int
-    mean: int
-    max: int
-    outliers: int
+@dataclass(frozen=True)
+class PerfCounter:
+    value: float | None  # None: not supported / not counted
+    unit: str
+    supported: bool
 
 
-def alloc_bench(text: str) -> tuple[dict[str, str], list[BenchLine]]:
-    """The /proc/alloc_bench CSV: (header settings, lines).  A missing
-    "# end" marker means the output was cut short."""
-    lines = text.splitlines()
-    if not lines or not lines[-1].startswith("# end"):
-        raise ParseError("alloc_bench output is truncated (no '# end' marker)")
-    settings = dict(KV_RE.findall(lines[0])) if lines[0].startswith("#") else {}
-    out = []
-    for ln in lines:
-        if ln.startswith("#") or ln.startswith("op,") or not ln.strip():
+def number(s: str) -> float | None:
+    """s as a finite float, None if it is not one."""
+    try:
+        v = float(s)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
+def perf_stat(text: str) -> dict[str, PerfCounter]:
+    """perf stat -x, output: {event: PerfCounter}."""
+    out: dict[str, PerfCounter] = {}
+    for ln in text.splitlines():
+        if not ln.strip() or ln.startswith("#"):
             continue
         parts = ln.split(",")
-        if len(parts) != 10:
-            raise ParseError(f"malformed alloc_bench line: {ln!r}")
-        try:
-            out.append(BenchLine(parts[0], *map(int, parts[1:])))
-        except ValueError as e:
-            raise ParseError(f"malformed alloc_bench line: {ln!r}") from e
-    # A clock that does not advance gives latencies of 0: a broken
-    # measurement, never a result (one vCPU under TCG without tsc=reliable).
-    if settings.get("clock_cost") == "0":
-        raise ParseError("alloc_bench clock_cost=0: the guest clock did not advance between reads")
-    zero = [ln.op for ln in out if ln.p50 <= 0]
-    if zero:
-        raise ParseError(f"alloc_bench p50 of 0 for {', '.join(zero[:4])}: the guest clock is too coarse")
-    return settings, out
+        if len(parts) < 3 or not parts[2]:
+            raise ParseError(f"malformed perf stat line: {ln!r}")
+        raw, unit, event = parts[0].strip(), parts[1].strip(), parts[2].strip()
+        if raw.startswith("<"):  # <not supported>, <not counted>
+            out[event] = PerfCounter(None, unit, False)
+            continue
+        v = number(raw)
+        if v is None:
+            raise ParseError(f"malformed perf stat value: {ln!r}")
+        out[event] = PerfCounter(v, unit, True)
+    return out
 
 
 def warnings(log: str) -> list[str]:
@@ -162,12 +160,12 @@ def warnings(log: str) -> list[str]:
     return [ln for ln in log.splitlines() if pat.search(ln)]
 
 
-LABEL_RE = re.compile(r"^#label (\d+) (\S+)$", re.M)
+# The cache-model plugin (bench/qemu-plugin) writes one CSV per boot, next to
+# result/; which op a window label stands for is alloc_bench's business
+# (bench/workloads/micro/parse.py window_name).
 CACHE_FIELDS = ("count", "min", "p50", "p90", "p99", "mean", "max")
 CACHE_METRICS = ("insns", "loads", "stores", "lines", "l1_miss", "l2_miss", "llc_miss",
                  "split", "est_cycles")
-# alloc_bench window labels: op << 4 | pattern << 1 | free
-PATTERNS = {0: "", 1: "_batch", 2: "_parallel"}
 
 
 @dataclass
@@ -179,20 +177,6 @@ class CacheStat:
     p99: int
     mean: float
     max: int
-
-
-def bench_labels(text: str) -> dict[int, str]:
-    """alloc_bench's "#label N op" lines: the label of each op's hot windows."""
-    return {int(m.group(1)): m.group(2) for m in LABEL_RE.finditer(text)}
-
-
-def window_name(label: int, ops: dict[int, str]) -> str | None:
-    """The bench op a plugin window label stands for, e.g. pages_o0_batch_free."""
-    op = ops.get(label & ~0xF)
-    pattern = PATTERNS.get((label >> 1) & 0x7)
-    if op is None or pattern is None:
-        return None
-    return f"{op}{pattern}_{'free' if label & 1 else 'alloc'}"
 
 
 def cachesim(text: str) -> tuple[dict[str, str], dict[int, dict[str, CacheStat]]]:

@@ -5,6 +5,7 @@ import os
 import subprocess
 
 from bench import parse
+from bench.workloads.micro import parse as micro
 from tests.guest import REPO, TEST_DIR
 
 
@@ -25,7 +26,7 @@ def test_quick_micro_run_records_every_boot_and_parses():
     for b in manifest["boots"]:
         assert b["status"] == "ok", b
         assert "-icount shift=0,sleep=off" in b["qemu_cmdline"]
-        settings, lines = parse.alloc_bench(
+        settings, lines = micro.alloc_bench(
             (run / "boots" / b["id"] / "result" / "alloc_bench.csv").read_text())
         assert settings["samples"] == "1000"
         ops = {ln.op for ln in lines}
@@ -45,11 +46,11 @@ def check_one_window_per_timed_op(boot):
     """The cache model saw exactly one window per timed (and warm-up) op:
     a missing, doubled or unlabelled marker changes the counts."""
     text = (boot / "result" / "alloc_bench.csv").read_text()
-    settings, lines = parse.alloc_bench(text)
-    ops = parse.bench_labels(text)
+    settings, lines = micro.alloc_bench(text)
+    ops = micro.bench_labels(text)
     params, by_label = parse.cachesim((boot / "cachesim.csv").read_text())
     assert params["stray_stops"] == "0" and params["nested_starts"] == "0", params
-    names = {parse.window_name(label, ops): st for label, st in by_label.items()}
+    names = {micro.window_name(label, ops): st for label, st in by_label.items()}
     assert None not in names, sorted(by_label)
     hot = int(settings["samples"]) + int(settings["warmup"])
     batch = int(settings["batch"])

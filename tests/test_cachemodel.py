@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from bench import parse
+from bench.workloads.micro import parse as micro
 from tests.guest import REPO
 
 BUILD_DIR = os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build")
@@ -80,11 +81,11 @@ def test_plugin_output_parses_and_labels_name_ops():
             "3,llc_miss,2,0,1,1,1,0.5,1\n# end\n")
     params, by_label = parse.cachesim(text)
     assert params["llc"] == "4096K/16" and by_label[3]["llc_miss"].mean == 0.5
-    ops = parse.bench_labels("#label 0 pages_o0\n#label 16 pages_o1\n")
-    assert parse.window_name(3, ops) == "pages_o0_batch_free"
-    assert parse.window_name(16, ops) == "pages_o1_alloc"
-    assert parse.window_name(5, ops) == "pages_o0_parallel_free"
-    assert parse.window_name(32, ops) is None
+    ops = micro.bench_labels("#label 0 pages_o0\n#label 16 pages_o1\n")
+    assert micro.window_name(3, ops) == "pages_o0_batch_free"
+    assert micro.window_name(16, ops) == "pages_o1_alloc"
+    assert micro.window_name(5, ops) == "pages_o0_parallel_free"
+    assert micro.window_name(32, ops) is None
     with pytest.raises(parse.ParseError):
         parse.cachesim(text.replace("# end\n", ""))
     with pytest.raises(parse.ParseError):

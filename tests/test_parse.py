@@ -1,8 +1,11 @@
-"""bench/parse.py reads the guest's files correctly and rejects bad ones."""
+"""The parsers of guest output (bench/parse.py, bench/workloads/<job>/parse.py)
+read the guest's files correctly and reject bad ones."""
 
 import pytest
 
 from bench import parse
+from bench.workloads.micro import parse as micro
+from bench.workloads.stress import parse as stress
 
 LOG = """[    0.50] foo
 [    2.10] alloc_tag: page tag refs: mode=flags ref_bits=16 kernel_tags=3912 index_bits=16 index_used=3913 index_max=65535 page_ext_bytes=0 page_ext_pages=0
@@ -62,13 +65,36 @@ def test_alloc_bench_csv_and_truncation():
     text = ("# samples=100 warmup=10 clock_cost=20 cpus=1\n"
             "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n"
             "pages_o0_alloc,-1,100,300,350,400,500,360,900,0\n# end\n")
-    settings, lines = parse.alloc_bench(text)
+    settings, lines = micro.alloc_bench(text)
     assert settings["samples"] == "100"
     assert lines[0].op == "pages_o0_alloc" and lines[0].p50 == 350 and lines[0].cpu == -1
     with pytest.raises(parse.ParseError):
-        parse.alloc_bench(text.replace("# end\n", ""))
+        micro.alloc_bench(text.replace("# end\n", ""))
     with pytest.raises(parse.ParseError):
-        parse.alloc_bench(text.replace("350", "x"))
+        micro.alloc_bench(text.replace("350", "x"))
+
+
+def test_stress_yaml_parser_agrees_with_pyyaml():
+    from analysis.tests import synth
+    text = synth._stress_yaml("vm", 2.5)
+    entries = stress.stress_yaml(text)
+    assert entries == [{"stressor": "vm", "bogo-ops": "1000",
+                        "bogo-ops-per-second-usr-sys-time": "400.000000",
+                        "bogo-ops-per-second-real-time": "400.000000", "wall-clock-time": "2.500000",
+                        "user-time": "0.250000", "system-time": "2.000000",
+                        "cpu-usage-per-instance": "90.0", "max-rss": "36000"}]
+    yaml = pytest.importorskip("yaml")
+    doc = yaml.safe_load(text)
+    assert {k: float(v) for k, v in doc["metrics"][0].items() if k != "stressor"} == \
+        {k: float(v) for k, v in entries[0].items() if k != "stressor"}
+
+
+def test_perf_stat_parser():
+    c = parse.perf_stat("# started on x\n\n1.5,msec,task-clock,1,100.00,,\n<not counted>,,faults,0,0,,\n")
+    assert c["task-clock"] == parse.PerfCounter(1.5, "msec", True)
+    assert c["faults"].supported is False and c["faults"].value is None
+    with pytest.raises(parse.ParseError):
+        parse.perf_stat("garbage\n")
 
 
 def test_warnings_finds_bug_reports_only():
@@ -120,11 +146,11 @@ def test_alloc_bench_zero_clock_or_zero_latency_is_an_error():
     ok = ("# samples=100 warmup=0 clock_cost=44 cpus=1 batch=0\n"
           "op,cpu,count,min,p50,p90,p99,mean,max,outliers\n"
           "pages_o0_alloc,-1,100,480,486,486,486,486,490,0\n# end\n")
-    assert parse.alloc_bench(ok)[1][0].p50 == 486
+    assert micro.alloc_bench(ok)[1][0].p50 == 486
     with pytest.raises(parse.ParseError, match="clock_cost=0"):
-        parse.alloc_bench(ok.replace("clock_cost=44", "clock_cost=0"))
+        micro.alloc_bench(ok.replace("clock_cost=44", "clock_cost=0"))
     with pytest.raises(parse.ParseError, match="p50 of 0 for pages_o0_alloc"):
-        parse.alloc_bench(ok.replace("480,486,486,486,486,490", "0,0,0,0,0,999848"))
+        micro.alloc_bench(ok.replace("480,486,486,486,486,490", "0,0,0,0,0,999848"))
 
 
 @pytest.mark.parametrize("payload,status", [(b"", "no-result"), (b"\xffALLOCTAG-BEGIN\nxx", "no-result")])

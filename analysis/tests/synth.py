@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import kernels
+from bench import kernels, workloads
 
 # The kernels' variants, command lines and roles: bench/kernels, plus a
 # synthetic label that boots an existing kernel for the memory workload only.
@@ -93,6 +93,7 @@ class Spec:
     only: dict[str, tuple[str, ...]] = field(default_factory=dict)  # label -> its only workloads
     table: bool = True   # False: a run recorded before the manifest had the kernel table
     extra: str = ""      # more bench/kernels lines, for labels of this run only
+    job_recorded: bool = True  # False: a run recorded before boots.jsonl named each boot's job
 
 
 def _bench_csv(k: str, rep: int, smp: int, scale: float, jitter: bool = True) -> str:
@@ -205,8 +206,9 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                     bid = f"{label}--{w}--m{m}--r{rep}"
                     status = spec.failed.get(bid, "ok")
                     smp = WORKLOAD_SMP.get(w, 1)
+                    job = {"job": workloads.get(w).job} if spec.job_recorded else {}
                     boots.append({"id": bid, "kernel": label, "variant": variant.get(label, label),
-                                  "workload": w, "mem_mb": m, "smp": smp, "rep": rep,
+                                  "workload": w, **job, "mem_mb": m, "smp": smp, "rep": rep,
                                   "kernel_args": cmdline.get(label, ""),
                                   "cmdline_extra": " ".join(filter(None, [cmdline.get(label, ""),
                                                                           WORKLOAD_ARGS.get(w, "")])),
@@ -248,7 +250,7 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
 def _write_boot(res: Path, k: str, w: str, m: int, rep: int, smp: int, scale: float,
                 jitter: bool = True) -> None:
     res.mkdir(parents=True)
-    job = "micro" if w.startswith("micro") else w
+    job = workloads.get(w).job
     files = {"job.rc": "0\n", "dmesg.txt": _dmesg(k, m),
              "cmdline": f"console=ttyS0 panic=-1 quiet tsc=reliable nokaslr job={job} {CMDLINE.get(k, '')}\n",
              "meminfo-boot.txt": _meminfo(memtotal(k, m), memtotal(k, m) - 50000)}

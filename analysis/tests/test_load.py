@@ -1,6 +1,7 @@
 """analysis.load: reads good runs, rejects bad ones with one-line messages."""
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -16,11 +17,11 @@ def test_good_run_loads_every_boot(tmp_path):
     # micro, micro-smp, stress, fio: 1 size; mem: 2 sizes -> 6 boots per kernel and rep
     assert len(run.boots) == 5 * 6 * 2 and run.failed == [] and run.warnings == []
     d = next(b for b in run.boots if b.boot.id == "baseline--stress--m1024--r1")
-    assert set(d.stress) == {"vm", "fork"}
-    assert d.stress["vm"].metrics["wall-clock-time"] == pytest.approx(2.2)
-    assert d.stress["vm"].perf["cycles"].supported is False
-    assert d.stress["vm"].perf["task-clock"].value == pytest.approx(2178.0)
-    f = next(b for b in run.boots if b.boot.id == "off--fio--m1024--r2").fio
+    assert d.job == "stress" and set(d.data) == {"vm", "fork"}
+    assert d.data["vm"].metrics["wall-clock-time"] == pytest.approx(2.2)
+    assert d.data["vm"].perf["cycles"].supported is False
+    assert d.data["vm"].perf["task-clock"].value == pytest.approx(2178.0)
+    f = next(b for b in run.boots if b.boot.id == "off--fio--m1024--r2").data
     assert f.runtime_ms == 2001 and f.read_bw == 65536 * 1000 // 2001
     off_mem = next(b for b in run.boots if b.boot.id == "off--mem--m1024--r1")
     assert off_mem.report is None and off_mem.allocinfo is None
@@ -28,26 +29,22 @@ def test_good_run_loads_every_boot(tmp_path):
     assert run.deterministic
 
 
-def test_stress_yaml_parser_agrees_with_pyyaml():
-    text = synth._stress_yaml("vm", 2.5)
-    entries = load.stress_yaml(text)
-    assert entries == [{"stressor": "vm", "bogo-ops": "1000",
-                        "bogo-ops-per-second-usr-sys-time": "400.000000",
-                        "bogo-ops-per-second-real-time": "400.000000", "wall-clock-time": "2.500000",
-                        "user-time": "0.250000", "system-time": "2.000000",
-                        "cpu-usage-per-instance": "90.0", "max-rss": "36000"}]
-    yaml = pytest.importorskip("yaml")
-    doc = yaml.safe_load(text)
-    assert {k: float(v) for k, v in doc["metrics"][0].items() if k != "stressor"} == \
-        {k: float(v) for k, v in entries[0].items() if k != "stressor"}
-
-
-def test_perf_stat_parser():
-    c = load.perf_stat("# started on x\n\n1.5,msec,task-clock,1,100.00,,\n<not counted>,,faults,0,0,,\n")
-    assert c["task-clock"] == load.PerfCounter(1.5, "msec", True)
-    assert c["faults"].supported is False and c["faults"].value is None
-    with pytest.raises(load.parse.ParseError):
-        load.perf_stat("garbage\n")
+def test_job_comes_from_boots_jsonl_and_from_the_guest_cmdline_only_in_old_runs(tmp_path):
+    """run-bench records each boot's guest job in boots.jsonl: the analysis
+    reads the boot's files by it, whatever the guest's /proc/cmdline says.
+    Runs recorded before that (20261204-202248) have only the cmdline."""
+    spec = synth.Spec(workloads=("micro", "stress", "mem"), reps=1)
+    run = synth.make_run(tmp_path / "new", spec)
+    for cmdline in run.glob("boots/*/result/cmdline"):
+        cmdline.write_text(cmdline.read_text().replace("job=", "no_job="))
+    new = load.load_run(run)
+    assert new.warnings == []
+    assert {(d.boot.workload, d.boot.job, d.job) for d in new.boots} == \
+        {("micro", "micro", "micro"), ("stress", "stress", "stress"), ("mem", "mem", "mem")}
+    assert all(d.data is not None for d in new.boots)
+    old = load.load_run(synth.make_run(tmp_path / "old", replace(spec, job_recorded=False)))
+    assert old.warnings == [] and {d.boot.job for d in old.boots} == {None}
+    assert [(d.boot.id, d.job, d.data) for d in old.boots] == [(d.boot.id, d.job, d.data) for d in new.boots]
 
 
 def _msg(exc_info) -> str:
