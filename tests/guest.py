@@ -9,7 +9,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD_DIR = Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build"))
-TEST_DIR = BUILD_DIR / "tests"
+# Where the boots of the tests go; another directory keeps a second checkout's
+# test run off the boots of the first.
+TEST_DIR = Path(os.environ.get("ALLOCTAG_TEST_DIR", BUILD_DIR / "tests"))
+# What boots a kernel: bench/boot, or a fake one in the unit tests of this file.
+BOOT_SCRIPT = Path(os.environ.get("ALLOCTAG_BOOT", REPO / "bench/boot"))
 
 
 @dataclass
@@ -49,7 +53,7 @@ def boot(name: str, variant: str, job: str = "smoke", append: str = "",
     if name in _cache:
         return _cache[name]
     d = TEST_DIR / name
-    cmd = [str(REPO / "bench/boot"), "-k", variant, "-j", job, "-o", str(d),
+    cmd = [str(BOOT_SCRIPT), "-k", variant, "-j", job, "-o", str(d),
            "-s", str(smp), "-m", str(mem), "-t", timing, "-w", str(timeout)]
     if append:
         cmd += ["-a", append]
