@@ -13,6 +13,8 @@ from tests.guest import REPO
 BUILD_DIR = os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build")
 CHECK = os.path.join(BUILD_DIR, "qemu-plugin", "model-check")
 FIELDS = ("label", "insns", "loads", "stores", "lines", "l1", "l2", "llc", "split", "cycles")
+# One pytest worker builds the driver (tests/run): two makes of one file race.
+pytestmark = pytest.mark.xdist_group("cachemodel")
 
 
 @pytest.fixture(scope="module", autouse=True)

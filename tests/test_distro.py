@@ -7,6 +7,8 @@ where NUMA balancing cannot run."""
 import re
 import subprocess
 
+import pytest
+
 from bench import parse
 from tests.guest import BUILD_DIR, REPO, TEST_DIR, boot
 from tests.test_system import expected, module_sites
@@ -23,6 +25,8 @@ def report():
     return {k: (int(v) if v.lstrip("-").isdigit() else v) for k, v in rep.items()}
 
 
+# Both build into OUT: on one pytest worker (tests/run), one after the other.
+@pytest.mark.xdist_group("distro-check")
 def test_packed_series_compiles_against_the_debian_distro_config():
     rep = report()
     objs = rep["objects"].split()
@@ -72,6 +76,7 @@ def budget(out):
     return {k: int(v) for k, v in (ln.split("=", 1) for ln in r.stdout.splitlines())}
 
 
+@pytest.mark.xdist_group("distro-check")
 def test_distro_variants_have_the_page_flags_layout_of_the_debian_config():
     assert "distro.config" in variant_fragments("packed-distro")
     assert [f for f in variant_fragments(DISTRO) if f != "debug.config"] == \

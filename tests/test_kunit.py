@@ -26,11 +26,19 @@ EXPECTED = {
 CPUPID_ONLY = {"cpupid_field_has_one_owner", "cpupid_field_starts_clear"}
 
 
-def kunit_cases(name, append="", variant="packed"):
+def kunit_boot(name, append="", variant="packed"):
     # Two vCPUs under multi-threaded TCG, so the concurrency case really races.
     b = boot(name, variant, append="kunit.enable=1 " + append, smp=2, timing="tcg")
     assert b.ok, b.why()
+    return b
+
+
+def cases_of(b):
     return {c.name: c for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
+
+
+def kunit_cases(name, append="", variant="packed"):
+    return cases_of(kunit_boot(name, append, variant))
 
 
 def test_kunit_alloc_tag_index_suite_passes_in_flags_mode():
@@ -45,10 +53,11 @@ def test_kunit_alloc_tag_index_suite_passes_in_flags_mode():
 def test_kunit_alloc_tag_index_suite_passes_in_borrowed_last_cpupid_bits():
     # packed-debug has Debian's page->flags layout: one node, so the index
     # takes the last_cpupid bits and every case runs.
-    cases = kunit_cases("kunit-cpupid", variant="packed-debug")
+    b = kunit_boot("kunit-cpupid", variant="packed-debug")
+    cases = cases_of(b)
     # packed-debug has UBSAN's shift checks: the page_ext layout of a client
     # without data (size 0) and every page->flags shift must stay defined.
-    ubsan = [ln for ln in boot("kunit-cpupid", "packed-debug").dmesg.splitlines() if "UBSAN:" in ln]
+    ubsan = [ln for ln in b.dmesg.splitlines() if "UBSAN:" in ln]
     assert not ubsan, ubsan
     assert set(cases) == EXPECTED
     failed = [n for n, c in cases.items() if c.result == "not ok"]

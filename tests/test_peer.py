@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from tests.guest import REPO, TEST_DIR
+from tests.guest import BUILD_DIR, REPO
 
 
 def fetch(tmp, **env):
@@ -33,9 +33,9 @@ def test_unknown_suite_or_package_is_one_line_error_and_system_apt_untouched(tmp
 
 
 def test_peer_info_records_version_and_sha256():
-    info = TEST_DIR.parent / "peer" / "peer-info.json"
+    info = BUILD_DIR / "peer" / "peer-info.json"
     if not info.exists():  # make test does not fetch the peer itself
-        r = fetch(TEST_DIR.parent)
+        r = fetch(BUILD_DIR)
         assert r.returncode == 0, r.stderr
     d = json.loads(info.read_text())
     assert d["package"] == "linux-source-7.3" and len(d["sha256"]) == 64 and d["version"]

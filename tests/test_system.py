@@ -229,6 +229,7 @@ def test_module_with_more_tags_than_6_12_percpu_reserve_is_refused_by_baseline()
     assert re.search(r"Could not allocate \d+ bytes percpu data", b.dmesg), b.dmesg[-2000:]
 
 
+@pytest.mark.xdist_group("many-packed")  # one 100 s boot, one worker
 def test_module_with_5000_tags_loads_and_accounts_through_every_tag():
     b = many_tags("packed")
     assert b.file("many-load.txt").strip() == "loaded", b.file("insmod-error.txt")
@@ -243,6 +244,7 @@ def test_module_with_5000_tags_loads_and_accounts_through_every_tag():
     assert not parse.warnings(b.dmesg), parse.warnings(b.dmesg)
 
 
+@pytest.mark.xdist_group("many-packed")  # one 100 s boot, one worker
 def test_module_with_more_tags_than_the_index_space_loads_and_overflows():
     # 70,000 tags: no alloc_tag.index_limit=, the 16-bit index space itself
     # runs out.  The tags that got no index share the module's overflow
