@@ -163,3 +163,19 @@ def test_two_boots_side_by_side_are_byte_identical():
     differ = [n for n in names if not filecmp.cmp(a / n, b / n, shallow=False)]
     assert differ == [], f"boots of one kernel differ in {differ} ({a} vs {b})"
     assert (dirs[0] / "console.log").read_bytes() == (dirs[1] / "console.log").read_bytes()
+
+
+def test_both_trees_boot_with_the_same_preemption_model():
+    """configs/guest.config fixes full preemption for 6.12 and 7.3 alike: the
+    banner's build flags are "SMP PREEMPT", neither PREEMPT_DYNAMIC (6.12's
+    defconfig) nor PREEMPT_LAZY (7.3's default)."""
+    banners = {}
+    for name, variant, append in (("off", "off", ""),
+                                  ("up-packed", "up-packed", "sysctl.vm.mem_profiling=1,compressed")):
+        b = boot(name, variant, append=append)
+        assert b.ok, b.why()
+        m = re.search(r"Linux version (\S+) .* #\d+ (SMP(?: [A-Z_]+)*)", b.dmesg, re.M)
+        assert m, f"no 'Linux version' banner with build flags in {b.dir}/result/dmesg.txt"
+        banners[variant] = m.group(1, 2)
+    assert {flags for _, flags in banners.values()} == {"SMP PREEMPT"}, banners
+    assert banners["off"][0].startswith("6.12") and banners["up-packed"][0].startswith("7.3"), banners
