@@ -44,7 +44,7 @@ rc=0
 case $how in
 ok) ;;
 hang)
-	setsid sleep 300 &
+	setsid sleep 300 </dev/null >/dev/null 2>&1 &
 	echo "$$ $!" >"$here/hang.pids"
 	wait
 	;;
@@ -319,19 +319,24 @@ def test_interrupt_stops_the_boots_and_leaves_an_interrupted_run(bench, sig):
     while not pids.exists() and time.time() < deadline and p.poll() is None:
         time.sleep(0.1)
     assert pids.exists(), p.communicate()
-    time.sleep(0.3)
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=60)
+    hung = [int(x) for x in pids.read_text().split()]
+    try:
+        time.sleep(0.3)
+        p.send_signal(sig)
+        out, err = p.communicate(timeout=60)
+        # the hung boot and what it started in a process group of its own are gone
+        deadline = time.time() + 10
+        while any(map(_alive, hung)) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(map(_alive, hung))
+    finally:
+        for pid in filter(_alive, hung):
+            os.kill(pid, signal.SIGKILL)
     assert p.returncode == 130, err
     assert "interrupted: partial run in results/t" in err.splitlines()
     m = manifest(bench.dir)
     assert m["state"] == "interrupted"
     assert [b["id"] for b in m["boots"]] == ["off--micro--m1024--r1"]
-    # the hung boot and what it started in a process group of its own are gone
-    deadline = time.time() + 10
-    while any(map(_alive, map(int, pids.read_text().split()))) and time.time() < deadline:
-        time.sleep(0.1)
-    assert not any(map(_alive, map(int, pids.read_text().split())))
     assert "start packed--micro--m1024--r1" in log(bench.fake)
     assert not any(ln.startswith("start off--mem") for ln in log(bench.fake))
 
