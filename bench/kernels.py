@@ -158,6 +158,10 @@ class Table:
     def to_json(self) -> list[dict]:
         return [k.to_json() for k in self.kernels]
 
+    def dumps(self) -> str:
+        """The table as JSON text, as each run records it (kernels.json)."""
+        return json.dumps(self.to_json(), indent=1)
+
 
 def _names(path: Path) -> set[str] | None:
     """First words of a table file's lines (bench/variants), None if it is absent."""
@@ -297,7 +301,7 @@ def main(argv: list[str]) -> int:
         elif cmd == "static-ref" and len(args) == 1:
             print(t.static_ref(args[0]))
         elif cmd == "json":
-            print(json.dumps(t.to_json(), indent=1))
+            print(t.dumps())
         else:
             print(f"error: {usage}", file=sys.stderr)
             return 1

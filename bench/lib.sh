@@ -35,69 +35,10 @@ all_variants() {
 
 # kernel_table ARGS...: python3 -m bench.kernels ARGS, the reader of bench/kernels
 # (the one table of kernel labels, their variants, arguments and roles).
+# The run loop, bench/run_bench.py, reads the table and bench/workloads/ in
+# Python.
 kernel_table() {
 	(cd "$REPO" && "${PYTHON:-/usr/bin/python3}" -m bench.kernels "$@")
-}
-
-# kernel_variant LABEL: the variant (bench/variants) a bench/kernels label boots.
-kernel_variant() {
-	kernel_table field "$1" variant
-}
-
-# kernel_args LABEL: the extra kernel command line of a bench/kernels label,
-# without its "@workload,..." restriction.
-kernel_args() {
-	kernel_table field "$1" args
-}
-
-# kernel_runs LABEL WORKLOAD: true unless the label's "@w1,w2" token leaves
-# the workload out.
-kernel_runs() {
-	kernel_table runs "$1" "$2"
-}
-
-# Benchmark workloads (bench/workloads/__init__.py says more): a workload is
-# a file bench/workloads/<job>/<name>.conf, and runs the guest job of its
-# folder, bench/workloads/<job>/job.
-
-# workload_names: every workload, in path order.
-workload_names() {
-	for _wn in "$REPO"/bench/workloads/*/*.conf; do
-		[ -f "$_wn" ] && basename "$_wn" .conf
-	done
-}
-
-# workload_conf NAME: the settings file of workload NAME; fails (silently)
-# for an unknown name.
-workload_conf() {
-	case $1 in '' | *[!A-Za-z0-9._-]*) return 1 ;; esac
-	for _wc in "$REPO"/bench/workloads/*/"$1".conf; do
-		[ -f "$_wc" ] && { echo "$_wc"; return 0; }
-	done
-	return 1
-}
-
-# workload_job NAME: the guest job workload NAME runs (its folder's name).
-workload_job() {
-	_wj=$(workload_conf "$1") || return 1
-	_wj=${_wj%/*}
-	echo "${_wj##*/}"
-}
-
-# json_escape STRING: STRING as the inside of a JSON string.
-json_escape() {
-	printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | tr '\t\n' '  '
-}
-
-# boot_record SEQ ID KERNEL VARIANT WORKLOAD JOB MEM_MB SMP REP KERNEL_ARGS
-#             CMDLINE_EXTRA STATUS WALL_S
-# A boot's line in boots.jsonl (bench/run-bench), one short write.  "job" is
-# the guest job the boot ran (bench/workloads/<job>/), which the analysis
-# reads the boot's files with.
-boot_record() {
-	printf '{"seq": %d, "id": "%s", "kernel": "%s", "variant": "%s", "workload": "%s", "job": "%s", "mem_mb": %d, "smp": %d, "rep": %d, "kernel_args": "%s", "cmdline_extra": "%s", "status": "%s", "wall_s": %d}\n' \
-		"$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "$(json_escape "${10}")" "$(json_escape "${11}")" \
-		"${12}" "${13}"
 }
 
 # mutation_verdict BUILT PYTEST_RC: tests/mutation-check's verdict on one

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 
-def _cmd(*args: str) -> str:
+def cmd_out(*args: str) -> str:
+    """A command's output, stripped; "" if it cannot run."""
     try:
         return subprocess.run(args, capture_output=True, text=True, check=False).stdout.strip()
     except OSError:
@@ -43,12 +44,12 @@ def host_facts() -> dict:
         "cpus": os.cpu_count(),
         "mem_kb": mem_kb,
         "kernel": platform.release(),
-        "qemu": _cmd("qemu-system-x86_64", "--version").splitlines()[0:1],
-        "kvm_verdict": _cmd("sh", "-c", "sed -n 2,3p \"$BUILD_DIR/accel-verdict\" 2>/dev/null"),
+        "qemu": cmd_out("qemu-system-x86_64", "--version").splitlines()[0:1],
+        "kvm_verdict": cmd_out("sh", "-c", "sed -n 2,3p \"$BUILD_DIR/accel-verdict\" 2>/dev/null"),
     }
 
 
-def archive_configs(run: Path, build_dir: Path, variants: list[str]) -> list[str]:
+def archive_configs(run: Path, build: Path, variants: list[str]) -> list[str]:
     """Copy each variant's .config (gzip, no name or date in the header: the
     same config gives the same file) into RUN/configs/VARIANT.config.gz, so
     the run alone tells which options two kernels differ in.  Returns the
@@ -56,7 +57,7 @@ def archive_configs(run: Path, build_dir: Path, variants: list[str]) -> list[str
     missing = []
     (run / "configs").mkdir(exist_ok=True)
     for v in variants:
-        src = build_dir / "out" / v / ".config"
+        src = build / "out" / v / ".config"
         if not src.is_file():
             missing.append(v)
             continue
@@ -77,17 +78,21 @@ def configs(run: Path, build_info: dict) -> dict:
     return out
 
 
-def main(argv: list[str]) -> int:
-    if argv and argv[0] == "configs":
-        run, variants = Path(argv[1]), argv[2:]
-        missing = archive_configs(run, Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build")), variants)
-        for v in missing:
-            print(f"warning: kernel {v} has no .config to archive (not built)", file=sys.stderr)
-        return 0
-    run = Path(argv[0])
-    start, timing, reps, quick, state = int(argv[1]), argv[2], int(argv[3]), argv[4] == "1", argv[5]
-    kernels = argv[6:]
-    build_dir = Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build"))
+def build_dir() -> Path:
+    """$BUILD_DIR, or its default (bench/lib.sh's: unset and empty alike)."""
+    return Path(os.environ.get("BUILD_DIR") or "/var/tmp/alloctag-build")
+
+
+def archive(run: Path, variants: list[str]) -> None:
+    """archive_configs() from $BUILD_DIR, a warning for each variant not built."""
+    for v in archive_configs(run, build_dir(), variants):
+        print(f"warning: kernel {v} has no .config to archive (not built)", file=sys.stderr)
+
+
+def write(run: Path, start: int, timing: str, reps: int, quick: bool, state: str,
+          kernels: list[str]) -> None:
+    """RUN/manifest.json (atomically) from the run's files as they are now."""
+    build = build_dir()
     boots = []
     for ln in (run / "boots.jsonl").read_text().splitlines():
         if ln.strip():
@@ -101,7 +106,7 @@ def main(argv: list[str]) -> int:
                                                         for p in (run / "configs").glob("*.config.gz")})
     build_info = {}
     for v in variants:
-        p = build_dir / "out" / v / "build-info.json"
+        p = build / "out" / v / "build-info.json"
         build_info[v] = json.loads(p.read_text()) if p.exists() else None
     repo = Path(__file__).resolve().parent.parent
     started = {}
@@ -117,9 +122,9 @@ def main(argv: list[str]) -> int:
         "run_id": run.name,
         "state": state,
         "git_revision": started.get("git_revision")
-        or _cmd("git", "-C", str(repo), "rev-parse", "HEAD"),
+        or cmd_out("git", "-C", str(repo), "rev-parse", "HEAD"),
         "git_dirty": started.get("git_dirty") == "1" if started
-        else bool(_cmd("git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no")),
+        else bool(cmd_out("git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no")),
         "git_recorded": "at run start" if started else "at run end",
         "peer": peer,
         "start": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(start)),
@@ -139,6 +144,13 @@ def main(argv: list[str]) -> int:
     tmp = run / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     tmp.replace(run / "manifest.json")
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "configs":
+        archive(Path(argv[1]), argv[2:])
+        return 0
+    write(Path(argv[0]), int(argv[1]), argv[2], int(argv[3]), argv[4] == "1", argv[5], argv[6:])
     return 0
 
 

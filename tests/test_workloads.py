@@ -4,9 +4,7 @@ bench/kernels.py and the analysis agree with."""
 
 import ast
 import json
-import os
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,11 +13,6 @@ import pytest
 from bench import workloads
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def sh(script: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["sh", "-c", ". ./bench/lib.sh; " + script, "bench/sh"], cwd=REPO,
-                          capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
 
 
 def test_every_workload_has_its_settings_and_a_guest_job():
@@ -52,28 +45,17 @@ def test_guest_job_names_are_unique():
     assert {"smoke", "systest"} <= test_jobs
 
 
-def test_shell_helpers_find_the_same_workloads():
-    assert sh("workload_names").stdout.split() == workloads.names()
-    out = sh("for w in micro micro-smp stress; do workload_job $w; done; "
-             "workload_conf micro-smp; workload_conf nosuch || echo unknown; "
-             "workload_conf '*' || echo unknown")
-    assert out.stdout.split() == ["micro", "micro", "stress",
-                                  str(REPO / "bench/workloads/micro/micro-smp.conf"), "unknown", "unknown"]
-
-
 def test_boot_record_names_the_job_in_one_json_line():
     """Each boot's line in boots.jsonl names the guest job it ran, so the
     analysis need not read it back from the guest's /proc/cmdline."""
-    out = sh('boot_record 3 off--micro-smp--m1024--r1 off off micro-smp "$(workload_job micro-smp)" '
-             '1024 2 1 "a=\\"b\\"" "$(printf \'x\\ty\')" ok 12')
-    assert out.returncode == 0 and out.stdout.count("\n") == 1, out
-    assert json.loads(out.stdout) == {
+    from bench import kernels, run_bench
+    k = kernels.read().get("off")
+    b = run_bench.Boot(3, k, workloads.get("micro-smp"), 1024, 1, 2, "900", False, 'a="b"\tc')
+    line = json.dumps(b.record("ok", 12))
+    assert json.loads(line) == {
         "seq": 3, "id": "off--micro-smp--m1024--r1", "kernel": "off", "variant": "off",
         "workload": "micro-smp", "job": "micro", "mem_mb": 1024, "smp": 2, "rep": 1,
-        "kernel_args": 'a="b"', "cmdline_extra": "x y", "status": "ok", "wall_s": 12}
-    script = (REPO / "bench/run-bench").read_text()
-    assert 'boot_record "$1" "$_id" "$_k" "$7" "$4" "$JOB" ' in script
-    assert 'JOB=$(workload_job "$w")' in script
+        "kernel_args": "", "cmdline_extra": ' a="b"\tc', "status": "ok", "wall_s": 12}
 
 
 def test_bad_settings_line_is_a_one_line_error(tmp_path):

@@ -10,9 +10,9 @@ finds them.
                                         parsers, load() and figures() (below)
 
 A workload's name is its .conf file's name, the job it runs is its folder:
-bench/run-bench boots every .conf (bench/lib.sh workload_conf/workload_job
-find them the same way) and records both in boots.jsonl.  Settings, shell
-assignments that run-bench sources:
+bench/run-bench (bench/run_bench.py) boots every .conf and records both in
+boots.jsonl.  Settings, one shell assignment a line (NAME=value or
+NAME="value"; Workload.settings() reads them):
 
     TOOLS        1: the boot needs the tools initramfs (stress-ng, fio, perf)
     MEM          guest RAM sizes in MiB, one boot per size
@@ -91,7 +91,7 @@ class Workload:
                 continue
             m = _ASSIGN.match(ln)
             try:
-                words = shlex.split(m.group(2)) if m else None
+                words = shlex.split(m.group(2), comments=True) if m else None
             except ValueError:
                 words = None
             if words is None or len(words) > 1:
