@@ -67,16 +67,20 @@ series_objects() {
 	done
 }
 
-# Series (patch directories) applied for a source tree, in order.  The
-# trees of the upstream peer (Linux 7.3, bench/fetch-peer) start with the
-# benchmark's own test patches named in bench/peer-patches: "up" gets
-# nothing else, "up-packed" this project's series for 7.3.
+# Series (patch directories) applied for a source tree, in order; "DIR:N"
+# is the first N patches of DIR's series file.  The trees of the upstream
+# peer (Linux 7.3, bench/fetch-peer) start with the benchmark's own test
+# patches named in bench/peer-patches: "up" gets nothing else, "up-packed"
+# this project's series for 7.3 and "up-table" its first five patches (the
+# fixes, the tag lookup on free, the index constants and the index table,
+# without the inline hooks: the attribution step between the two).
 tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
 	packed) echo baseline packed-refs ;;
 	up) ;;
 	up-packed) echo packed-refs-7.3 ;;
+	up-table) echo packed-refs-7.3:5 ;;
 	*) die "unknown source tree '$1'" ;;
 	esac
 }
@@ -94,6 +98,12 @@ peer_patches() {
 	done
 }
 
+# peer_info FIELD: a field of the peer's packages, as bench/fetch-peer records it.
+peer_info() {
+	"${PYTHON:-/usr/bin/python3}" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+		"$BUILD_DIR/peer/peer-info.json" "$1"
+}
+
 # Patch files applied to a source tree, in order.
 tree_patches() {
 	if tree_is_peer "$1"; then
@@ -107,12 +117,19 @@ tree_pristine() {
 	if tree_is_peer "$1"; then echo "$BUILD_DIR/linux-up"; else echo "$PRISTINE"; fi
 }
 
-# Patch files of a series, in the order of its series file.
+# Patch files of a series ("DIR" or "DIR:N", the first N), in the order of
+# its series file.
 series_patches() {
-	dir=$REPO/patches/$1
-	[ -f "$dir/series" ] || die "patches/$1/series is missing"
-	grep -v -e '^#' -e '^[[:space:]]*$' "$dir/series" | while read -r p; do
-		[ -f "$dir/$p" ] || die "patches/$1/series names missing patch $p"
+	_n=${1#*:}
+	case $1 in *:*) ;; *) _n=0 ;; esac
+	case $_n in '' | *[!0-9]*) die "bad series '$1' (DIR or DIR:N)" ;; esac
+	dir=$REPO/patches/${1%%:*}
+	[ -f "$dir/series" ] || die "patches/${1%%:*}/series is missing"
+	_all=$(grep -v -e '^#' -e '^[[:space:]]*$' "$dir/series")
+	[ "$_n" -le "$(echo "$_all" | grep -c .)" ] ||
+		die "patches/${1%%:*}/series has fewer than $_n patches"
+	echo "$_all" | { if [ "$_n" -gt 0 ]; then head -n "$_n"; else cat; fi; } | while read -r p; do
+		[ -f "$dir/$p" ] || die "patches/${1%%:*}/series names missing patch $p"
 		echo "$dir/$p"
 	done
 }

@@ -14,10 +14,12 @@ from tests.guest import BUILD_DIR, REPO, TEST_DIR, boot
 from tests.test_system import expected, module_sites
 
 OUT = BUILD_DIR / "out" / "distro-check"
+OUT_7_3 = BUILD_DIR / "out" / "distro-check-7.3"
 
 
-def report():
-    r = subprocess.run([str(REPO / "bench/distro-check"), "-o", str(OUT)],
+def report(tree="packed"):
+    out = OUT if tree == "packed" else OUT_7_3
+    r = subprocess.run([str(REPO / "bench/distro-check"), "-t", tree, "-o", str(out)],
                        capture_output=True, text=True, check=False)
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert r.returncode == 0, errors[-1] if errors else r.stderr[-500:]
@@ -69,8 +71,8 @@ def variant_fragments(v):
     raise AssertionError(f"variant {v} missing from bench/variants")
 
 
-def budget(out):
-    r = subprocess.run([str(REPO / "bench/flags-budget"), str(BUILD_DIR / "src" / "packed"), str(out)],
+def budget(out, tree="packed"):
+    r = subprocess.run([str(REPO / "bench/flags-budget"), str(BUILD_DIR / "src" / tree), str(out)],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr[-500:]
     return {k: int(v) for k, v in (ln.split("=", 1) for ln in r.stdout.splitlines())}
@@ -93,8 +95,8 @@ def test_distro_variants_have_the_page_flags_layout_of_the_debian_config():
     assert checked, f"neither packed-distro nor {DISTRO} is built"
 
 
-def numab(name, append=""):
-    b = boot(f"numab-{name}", DISTRO, job="numab", append=append, tools=True)
+def numab(name, append="", variant=DISTRO):
+    b = boot(f"numab-{name}", variant, job="numab", append=append, tools=True)
     assert b.ok, b.why()
     assert b.file("job.rc").strip() == "0", f"numab job failed, see {b.dir}/result/job.log"
     assert b.file("stress-rc.txt").strip() == "0", f"stress-ng failed, see {b.dir}/result/stress.log"
@@ -124,8 +126,9 @@ def refused(b):
     assert b.file("numab-boot.txt").strip() == "0"
     assert b.file("numab-set.txt").strip() == "rc=1 now=0", b.file("numab-set.txt")
     assert "busy" in b.file("numab-set-error.txt").lower(), b.file("numab-set-error.txt")
+    # 6.12's series says "indices", 7.3's "indexes" as upstream 7.3 does.
     assert re.search(r"kernel\.numa_balancing=1 refused: the last_cpupid page->flags bits "
-                     r"hold allocation tag indices", b.dmesg)
+                     r"hold allocation tag ind(ices|exes)", b.dmesg)
 
 
 def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
@@ -172,3 +175,23 @@ def test_numa_balancing_enable_on_one_node_keeps_the_bits_for_numa():
     assert "(possible nodes: 1, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
     assert b.file("numab-boot.txt").strip() == "1"
     attributed(b)
+
+
+# The 7.3 series against Debian's own 7.3 configuration (linux-config-7.3).
+@pytest.mark.xdist_group("distro-check")
+def test_7_3_series_compiles_against_the_debian_7_3_config_and_borrows_last_cpupid():
+    rep = report("up-packed")
+    assert rep["tree"] == "up-packed" and rep["config"] == "config.amd64_none_amd64.xz", rep
+    objs = rep["objects"].split()
+    for o in ("mm/alloc_tag.o", "mm/page_alloc.o", "mm/mmzone.o", "mm/mempolicy.o",
+              "kernel/sched/core.o", "kernel/module/main.o"):
+        assert o in objs, f"{o} was not compiled with Debian's 7.3 config"
+    # No unused bit: upstream's compressed mode cannot work there; the
+    # series takes the whole last_cpupid field instead.
+    assert rep["spare_bits"] <= 0, rep
+    assert rep["index_in_cpupid"] == 1 and rep["index_width"] == rep["last_cpupid_width"] > 16, rep
+    # configs/distro.config gives up-packed-distro the same layout.
+    out = BUILD_DIR / "out" / "up-packed-distro"
+    assert (out / "include/generated/autoconf.h").exists(), "up-packed-distro is not built"
+    got = budget(out, "up-packed")
+    assert {k: got[k] for k in LAYOUT_KEYS} == {k: rep[k] for k in LAYOUT_KEYS}

@@ -34,7 +34,11 @@ def test_table_gives_every_role():
     assert t.get("packed-distro-numa").args == ("numa=fake=2",)
     assert t.get("packed-distro-numa").workloads == ("mem",) and not t.get("packed-distro").runs("stress")
     assert [k.label for k in t if k.peer] == ["up-off", "up-nopf", "up-pageext", "up-compressed",
-                                             "up-packed", "up-packed-nopf"]
+                                             "up-packed", "up-table", "up-packed-nopf",
+                                             "up-packed-distro-nopf", "up-packed-distro"]
+    assert t.get("up-table").reference == "up-off"
+    assert t.get("up-packed-distro").reference == "up-packed-distro-nopf"
+    assert t.role("series", "distro-7.3") == "up-packed-distro"
     assert t.get("up-packed").reference == "up-off"
     assert t.role("series", "7.3") == "up-packed" and t.role("series-nopf", "7.3") == "up-packed-nopf"
     assert "packed-debug" not in t.labels(bench_only=True)
@@ -42,9 +46,10 @@ def test_table_gives_every_role():
 
 def test_variants_the_makefile_builds():
     assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-distro"]
-    assert cli("variants", "--peer").stdout.split() == ["up-off", "up", "up-packed"]
+    assert cli("variants", "--peer").stdout.split() == ["up-off", "up", "up-packed", "up-table",
+                                                        "up-packed-distro"]
     assert cli("variants", "--test").stdout.split() == ["off", "baseline", "packed", "packed-debug",
-                                                        "up-packed"]
+                                                        "up-packed", "up-packed-distro"]
     # a label's figures need its reference, and its static counts their noprof kernel
     assert cli("variants", "--bench", "packed-distro").stdout.split() == ["off", "packed-distro"]
     assert cli("variants", "--peer", "up-pageext").stdout.split() == ["up-off", "up"]
@@ -52,7 +57,21 @@ def test_variants_the_makefile_builds():
         ["off", "off", "up-off"]
     out = subprocess.run(["make", "-n", "--no-print-directory", "test-kernels"], cwd=REPO,
                          capture_output=True, text=True).stdout
-    assert "for v in off baseline packed packed-debug up-packed;" in out
+    assert "for v in off baseline packed packed-debug up-packed up-packed-distro;" in out
+
+
+def test_up_table_is_the_7_3_series_up_to_the_index_table():
+    """The attribution tree stops right before the inline hooks: a renumbered
+    series must move "packed-refs-7.3:N" in bench/lib.sh with it."""
+    r = subprocess.run(["sh", "-c", '. "$0"; tree_patches up-table', str(REPO / "bench/lib.sh")],
+                       cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    series = [ln for ln in (REPO / "patches/packed-refs-7.3/series").read_text().splitlines()
+              if ln.strip() and not ln.startswith("#")]
+    own = [Path(p).name for p in r.stdout.split() if "/packed-refs-7.3/" in p]
+    assert own == series[:len(own)] and own, own
+    assert "map-page-tag-indexes-through-a-table" in own[-1], own[-1]
+    assert "inline-page-allocator-hooks" in series[len(own)], series[len(own)]
 
 
 def test_shell_scripts_read_the_table_through_the_cli():

@@ -2,6 +2,7 @@
 and its bad inputs as one-line errors.  Needs the Debian mirror (as make
 deps does)."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -39,3 +40,10 @@ def test_peer_info_records_version_and_sha256():
         assert r.returncode == 0, r.stderr
     d = json.loads(info.read_text())
     assert d["package"] == "linux-source-7.3" and len(d["sha256"]) == 64 and d["version"]
+    assert d["config_package"] == "linux-config-7.3" and len(d["config_sha256"]) == 64
+    assert d["config"].endswith("/config.amd64_none_amd64.xz") and os.path.isfile(d["config"])
+    # The record describes the packages on disk, not an earlier download.
+    for pkg, key in ((d["package"], "sha256"), (d["config_package"], "config_sha256")):
+        debs = sorted((BUILD_DIR / "peer").glob(f"{pkg}_*.deb"))
+        assert len(debs) == 1, debs
+        assert hashlib.sha256(debs[0].read_bytes()).hexdigest() == d[key], debs[0]

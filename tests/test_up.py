@@ -64,3 +64,48 @@ def test_module_tags_past_the_index_space_are_counted_at_the_overflow_line():
     # Freed again: the overflow line goes back to zero with the module's pages.
     after = [a for a in parse.allocinfo(b.file("allocinfo-free.txt")) if OVERFLOW_SITE.search(a.tag)]
     assert [(a.bytes, a.calls) for a in after] == [(0, 0)], after
+
+
+# Debian's 7.3 page->flags layout (configs/distro.config) leaves no spare
+# bits: compressed mode takes the last_cpupid bits where NUMA balancing
+# cannot run, and keeps profiling on in page_ext where it may.
+UP_DISTRO = "up-packed-distro"
+
+
+def up_numab(name, append=""):
+    from tests.test_distro import numab
+    b = numab(f"up-{name}", f"{COMPRESSED} {append}".strip(), variant=UP_DISTRO)
+    assert "Memory allocation profiling is disabled" not in b.dmesg
+    assert sysctl(b, "mem_profiling") == "1"
+    return b
+
+
+def borrowed(b, why):
+    from tests.test_distro import attributed, refused
+    assert sysctl(b, "mem_profiling_compressed") == "1"
+    assert f"page tag indexes in the last_cpupid page flag bits: NUMA balancing cannot run ({why})" \
+        in b.dmesg
+    attributed(b)
+    refused(b)
+
+
+def test_up_distro_layout_one_node_borrows_last_cpupid():
+    b = up_numab("1node")
+    borrowed(b, "one possible node")
+    assert b.file("numab-end.txt").strip() == "0"
+
+
+def test_up_distro_layout_two_nodes_keep_numa_balancing_and_use_page_ext():
+    from tests.test_distro import attributed, vmstat
+    b = up_numab("2nodes", "numa=fake=2")
+    assert sysctl(b, "mem_profiling_compressed") == "0"
+    assert "which NUMA balancing may use (2 possible nodes): using page_ext instead" in b.dmesg
+    attributed(b)
+    assert b.file("numab-boot.txt").strip() == "1"
+    assert b.file("numab-set.txt").strip() == "rc=0 now=1"
+    assert vmstat(b, "end")["numa_pte_updates"] > vmstat(b, "start")["numa_pte_updates"]
+
+
+def test_up_distro_layout_two_nodes_with_numa_balancing_disabled_borrow():
+    b = up_numab("2nodes-disable", "numa=fake=2 numa_balancing=disable")
+    borrowed(b, "numa_balancing=disable")
