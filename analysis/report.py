@@ -451,8 +451,24 @@ def static_insns_table(run: Run) -> list[str]:
             return "missing"
         return f"not in {'7.3' if peer else '6.12'}"
 
+    # A row may be a set of functions, summed over those a kernel has
+    # ("symbols"; runs before 2026-12-06 recorded one function a row).
+    def symbols(v: str, f: str) -> str:
+        return by[v, f].get("symbols") or f
+
+    sets = [f for f in funcs if any(symbols(v, f) != f for v in variants if (v, f) in by)]
     body = [[v] + [cell(v, f) for f in funcs] for v in variants]
-    return table(["Variant"] + [f"`{f}`" for f in funcs], body)
+    out = table(["Variant"] + [f if f in sets else f"`{f}`" for f in funcs], body)
+    for f in sets:
+        which: dict[str, list[str]] = {}
+        for v in variants:
+            if (v, f) in by:
+                which.setdefault(symbols(v, f), []).append(v)
+        out += [f"{f} sums the functions of its set that each kernel has (one may be inlined into "
+                "another or split out of it): "
+                + "; ".join(" + ".join(f"`{s}`" for s in syms.split("+")) + f" ({', '.join(vs)})"
+                            for syms, vs in which.items()) + ".", ""]
+    return out
 
 
 CACHE_OPS = (("pages_o0", "order-0 page"), ("kmalloc_64", "kmalloc-64"))

@@ -9,12 +9,18 @@ difference between two kernels shows where added instructions come from:
 
 OP is an alloc_bench op and phase, e.g. ksite_pages_o0_alloc.  PCs outside
 the kernel image (module code) are summed as "[module]".
+
+A missing or malformed input (boot directory, alloc_bench.csv, cachesim.csv,
+pcs.csv, System.map) is one line "insn_profile: <what> <path>: <reason>" on
+stderr and exit status 1; a bad argument, exit status 2.
 """
 
 from __future__ import annotations
 
 import bisect
-import csv
+import errno
+import os
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -22,39 +28,88 @@ from pathlib import Path
 from bench import parse
 from bench.workloads.micro import parse as micro
 
+MAP_LINE = re.compile(r"[0-9a-fA-F]+ \S \S+")
+
+
+class InputError(Exception):
+    """A missing or malformed input; str() is "<what> <path>: <reason>"."""
+
+    def __init__(self, what: str, path: Path, reason: str):
+        super().__init__(f"{what} {path}: {reason}")
+
+
+def read_input(what: str, path: Path) -> str:
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise InputError(what, path, "not a text file") from None
+    except OSError as e:
+        raise InputError(what, path, e.strerror or str(e)) from None
+
 
 def load_map(path: Path) -> tuple[list[int], list[str]]:
+    """Addresses and names of System.map's text symbols, by address."""
     syms = []
-    for ln in path.read_text().splitlines():
-        parts = ln.split()
-        if len(parts) == 3 and parts[1] in "tTwW":
-            syms.append((int(parts[0], 16), parts[2]))
+    for n, ln in enumerate(read_input("System.map", path).splitlines(), 1):
+        if not ln.strip():
+            continue
+        if not MAP_LINE.fullmatch(ln.strip()):
+            raise InputError("System.map", path, f"line {n}: not a System.map line: {ln!r}")
+        addr, kind, name = ln.split()
+        if kind in "tTwW":
+            syms.append((int(addr, 16), name))
+    if not syms:
+        raise InputError("System.map", path, "no text symbols")
     syms.sort()
     return [a for a, _ in syms], [n for _, n in syms]
 
 
+def window_pcs(path: Path, label: int) -> dict[int, int]:
+    """pcs.csv (the plugin's pcs= file): {pc: count} of one window label."""
+    lines = read_input("pcs.csv", path).splitlines()
+    if not lines or lines[0].strip() != "label,pc,count":
+        raise InputError("pcs.csv", path, "no 'label,pc,count' header")
+    out: dict[int, int] = defaultdict(int)
+    for n, ln in enumerate(lines[1:], 2):
+        parts = ln.split(",")
+        try:
+            if len(parts) != 3:
+                raise ValueError
+            if int(parts[0]) == label:
+                out[int(parts[1], 16)] += int(parts[2])
+        except ValueError:
+            raise InputError("pcs.csv", path, f"line {n}: malformed line: {ln!r}") from None
+    return out
+
+
 def profile(boot: Path, system_map: Path, op: str) -> tuple[dict[str, float], int]:
     """{function: instructions per window} and the number of windows."""
-    text = (boot / "result" / "alloc_bench.csv").read_text()
-    ops = micro.bench_labels(text)
+    if not boot.is_dir():
+        e = errno.ENOTDIR if boot.exists() else errno.ENOENT
+        raise InputError("boot directory", boot, os.strerror(e))
+    p = boot / "result" / "alloc_bench.csv"
+    ops = micro.bench_labels(read_input("alloc_bench.csv", p))
     labels = [lb for lb in range(1 << 16) if micro.window_name(lb, ops) == op]
     if not labels:
-        raise SystemExit(f"error: {boot}: no window label for op {op!r}")
-    _, by_label = parse.cachesim((boot / "cachesim.csv").read_text())
-    windows = by_label[labels[0]]["insns"].count
+        raise InputError("alloc_bench.csv", p, f"no window label for op {op!r}")
+    label = labels[0]
+    p = boot / "cachesim.csv"
+    try:
+        _, by_label = parse.cachesim(read_input("cachesim.csv", p))
+    except parse.ParseError as e:
+        raise InputError("cachesim.csv", p, str(e)) from None
+    if "insns" not in by_label.get(label, {}):
+        raise InputError("cachesim.csv", p, f"no windows of op {op!r} (window label {label})")
+    windows = by_label[label]["insns"].count
     addrs, names = load_map(system_map)
+    pcs = window_pcs(boot / "pcs.csv", label)
+    if not pcs:
+        raise InputError("pcs.csv", boot / "pcs.csv", f"no PCs of op {op!r} (window label {label})")
     lo, hi = addrs[0], addrs[-1]
     out: dict[str, float] = defaultdict(float)
-    with open(boot / "pcs.csv") as f:
-        for row in csv.DictReader(f):
-            if int(row["label"]) != labels[0]:
-                continue
-            pc = int(row["pc"], 16)
-            if lo <= pc <= hi:
-                name = names[bisect.bisect_right(addrs, pc) - 1]
-            else:
-                name = "[module]"
-            out[name] += int(row["count"]) / windows
+    for pc, count in pcs.items():
+        name = names[bisect.bisect_right(addrs, pc) - 1] if lo <= pc <= hi else "[module]"
+        out[name] += count / windows
     return out, windows
 
 
@@ -63,12 +118,21 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     op = argv[0]
+    specs = [spec.partition(":") for spec in argv[1:]]
+    for spec, (boot, sep, smap) in zip(argv[1:], specs):
+        if not (boot and sep and smap):
+            print(f"insn_profile: argument {spec}: expected BOOT:SYSTEM_MAP", file=sys.stderr)
+            return 2
     cols = []
-    for spec in argv[1:]:
-        boot, _, smap = spec.partition(":")
-        prof, n = profile(Path(boot), Path(smap), op)
-        cols.append((Path(boot).name, prof, n))
-    funcs = sorted({f for _, p, _ in cols for f in p}, key=lambda f: -max(p.get(f, 0) for _, p, _ in cols))
+    try:
+        for boot, _, smap in specs:
+            prof, n = profile(Path(boot), Path(smap), op)
+            cols.append((Path(boot).name, prof, n))
+    except InputError as e:
+        print(f"insn_profile: {e}", file=sys.stderr)
+        return 1
+    # most instructions first; ties by name, so the order does not depend on hashing
+    funcs = sorted({f for _, p, _ in cols for f in p}, key=lambda f: (-max(p.get(f, 0) for _, p, _ in cols), f))
     print("function," + ",".join(c[0] for c in cols))
     for f in funcs:
         print(f + "," + ",".join(f"{p.get(f, 0):.1f}" for _, p, _ in cols))

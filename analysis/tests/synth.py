@@ -224,10 +224,16 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                         (run / "boots" / bid).mkdir()
     variants = sorted({variant.get(k, k) for k in spec.kernels})
     (run / "fastpath-insns.csv").write_text(
-        "variant,function,instructions,delta_vs_off\n"
-        + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]}\n" for v in variants)
+        "variant,function,instructions,delta_vs_off,symbols\n"
+        + "".join(f"{v},post_alloc_hook,{29 + STATIC_HOOK[v]},{STATIC_HOOK[v]},post_alloc_hook\n"
+                  for v in variants)
         # a function only the peer tree has
-        + "".join(f"{v},___free_pages,36,{STATIC_HOOK[v]}\n" for v in variants if v.startswith("up")))
+        + "".join(f"{v},__free_frozen_pages,326,{STATIC_HOOK[v]},__free_frozen_pages\n"
+                  for v in variants if v.startswith("up"))
+        # a set of functions, summed over those each kernel has
+        + "".join(f"{v},free path,{52 + STATIC_HOOK[v]},{STATIC_HOOK[v]},__free_pages\n"
+                  if not v.startswith("up") else f"{v},free path,{39 + STATIC_HOOK[v]},{STATIC_HOOK[v]},"
+                  "__free_pages+___free_pages\n" for v in variants))
     manifest = {
         "run_id": spec.run_id, "state": spec.state, "git_revision": "0" * 40, "git_dirty": False,
         "start": "2025-01-01T00:00:00Z", "end": "2025-01-01T01:00:00Z", "wall_s": 3600,

@@ -155,10 +155,25 @@ def test_report_peer_and_cache_sections(tmp_path):
     assert "L1D 48K/12" in cache and "+ 200 per LLC miss" in cache
     assert "| batch order-0 pair, module tag: baseline LLC misses - off >= 1 | +1.00 | yes |" in cache
     assert "| batch order-0 pair, module tag: packed LLC misses within 0.1 of off | 0.00 | yes |" in cache
-    # a function only one tree has is named as absent there, not "missing"
-    assert "| Variant | `post_alloc_hook` | `___free_pages` |" in md
-    assert "| packed | 45 (+16) | not in 6.12 |" in md and "| up-off | 29 (0) | 36 (0) |" in md
+    # a function only one tree has is named as absent there, not "missing";
+    # a set of functions (bench/fastpath-insns) says which each kernel has
+    assert "| Variant | `post_alloc_hook` | `__free_frozen_pages` | free path |" in md
+    assert "| packed | 45 (+16) | not in 6.12 | 68 (+16) |" in md and "| up-off | 29 (0) | 326 (0) | 39 (0) |" in md
+    assert ("free path sums the functions of its set that each kernel has (one may be inlined into another "
+            "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
+            "(up, up-off).") in md
     assert "missing" not in md
+
+
+def test_static_counts_of_runs_without_symbols_column(tmp_path):
+    # runs before bench/fastpath-insns recorded the symbols of a row: one
+    # function a row, named as such
+    from analysis import load, report
+    path = synth.make_run(tmp_path, synth.Spec(workloads=("mem",)))
+    (path / "fastpath-insns.csv").write_text("variant,function,instructions,delta_vs_off\n"
+                                             "off,__free_pages,52,0\npacked,__free_pages,68,16\n")
+    assert report.static_insns_table(load.load_run(path)) == [
+        "| Variant | `__free_pages` |", "|---|---|", "| off | 52 (0) |", "| packed | 68 (+16) |", ""]
 
 
 def test_kernel_limited_to_some_workloads_gets_no_empty_cells(tmp_path):
