@@ -130,12 +130,14 @@ class Table:
 
     def static_ref(self, variant: str) -> str:
         """The variant a variant's static instruction counts are against: that of
-        the group's kernel without profiling (noprof), or the main group's for a
-        group without one (e.g. a distro layout only built with profiling)."""
+        the group's kernel without profiling (noprof), or for a group without one
+        (e.g. a distro layout only built with profiling) that of the main group,
+        or of the peer's group for a peer kernel (its tree)."""
         labels = [k for k in self.kernels if k.variant == variant]
         if not labels:
             raise KernelsError(f"{self.source}: no kernel label boots variant '{variant}'")
-        ref = self.counterpart(labels[0].label, "noprof") or self.role("noprof", self.main_group)
+        home = self.peer_group if labels[0].peer else self.main_group
+        ref = self.counterpart(labels[0].label, "noprof") or self.role("noprof", home)
         if ref is None:
             raise KernelsError(f"{self.source}: no 'noprof' kernel for variant '{variant}'")
         return self.get(ref).variant

@@ -53,8 +53,10 @@ def test_variants_the_makefile_builds():
     # a label's figures need its reference, and its static counts their noprof kernel
     assert cli("variants", "--bench", "packed-distro").stdout.split() == ["off", "packed-distro"]
     assert cli("variants", "--peer", "up-pageext").stdout.split() == ["up-off", "up"]
-    assert [cli("static-ref", v).stdout.strip() for v in ("packed", "packed-distro", "up")] == \
-        ["off", "off", "up-off"]
+    # a peer group without a noprof kernel counts against the peer's tree
+    assert [cli("static-ref", v).stdout.strip()
+            for v in ("packed", "packed-distro", "up", "up-packed-distro")] == \
+        ["off", "off", "up-off", "up-off"]
     out = subprocess.run(["make", "-n", "--no-print-directory", "test-kernels"], cwd=REPO,
                          capture_output=True, text=True).stdout
     assert "for v in off baseline packed packed-debug up-packed up-packed-distro;" in out
