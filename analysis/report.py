@@ -586,6 +586,34 @@ def peer_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     return table(head, body)
 
 
+def attribution_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    """The peer tree's compressed mode, step by step: upstream's (flags), the
+    series' first patches (series-step), the whole series (series), each
+    against the tree's off, and what each step took away."""
+    steps = [k for k in (run.role(r, "peer") for r in ("flags", "series-step", "series"))
+             if k and rows.has_kernel(k, w)]
+    if len(steps) < 2:
+        return []
+    head = ["Metric"] + [f"{k} vs {run.ref(k)}" for k in steps] + \
+        [f"{b} - {a}" for a, b in zip(steps, steps[1:])]
+    body = []
+
+    def line(label: str, m: str, digits: int) -> None:
+        vals = [rows.value(k, w, f"{m}.delta") for k in steps]
+        if all(v is None for v in vals):
+            return
+        diffs = [None if a is None or b is None else b - a for a, b in zip(vals, vals[1:])]
+        body.append([label] + [signed(v, digits, "") for v in vals + diffs])
+
+    for prefix, site in SITES:
+        for op, ol in (("pages_o0", "order-0 page"), ("kmalloc_64", "kmalloc-64")):
+            line(f"{ol} pair, {site} (instructions, p50)", f"{prefix}{op}_pair.p50", 0)
+        m = f"cache.{prefix}pages_o0_batch_pair"
+        line(f"batch order-0 pair, {site}: LLC misses", f"{m}.llc_miss.mean", 2)
+        line(f"batch order-0 pair, {site}: est. cycles", f"{m}.est_cycles.mean", 0)
+    return table(head, body) if body else []
+
+
 def rows_unit(rows: Summary, w: str) -> str:
     for r in rows.rows:
         if r.workload == w and r.metric.endswith(".p50"):
@@ -744,6 +772,15 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "changes between 6.12 and 7.3, and the compiler inlining that follows; a version "
               "difference is not a design difference. Upstream cannot fall back: where its tags do "
               "not fit it disables profiling.", ""] + pt
+    at = attribution_table(rows, run)
+    if at:
+        L += ["## Upstream's compressed mode, step by step (micro)", "",
+              "The same tree and config: upstream's compressed mode, then the first patches of "
+              "this project's 7.3 series (`bench/kernels`, role `series-step`: the fixes, the "
+              "index constants and the index table behind 7.3's out-of-line hooks), then the "
+              "whole series (inline hooks behind one static key, plain stores, fallbacks). Each "
+              "column against the tree's `off`; the last columns are what each step took away.",
+              ""] + at
     if (run.path / "peer-missing.txt").exists():
         L += ["> **Upstream peer missing:** " + (run.path / "peer-missing.txt").read_text().strip(), ""]
     L += ["## Figures", ""]

@@ -212,3 +212,22 @@ def test_bars_leave_out_a_kernel_without_data_in_the_figure():
     plots._bars(ax, ["stress-ng vm"], ["packed", "packed-memonly"],
                 lambda k, c: row if k == "packed" else None, run, False)
     assert [c.kwargs["label"] for c in ax.bar.call_args_list] == ["packed"]
+
+
+def test_report_attributes_the_7_3_series_step_by_step(tmp_path):
+    # up-compressed -> up-table (role series-step) -> up-packed (series), each
+    # against up-off, and the two steps as differences of those columns.
+    run = synth.make_run(tmp_path, synth.Spec(
+        kernels=synth.KERNELS + synth.PEER_KERNELS + ("up-table", "up-packed"), workloads=("micro",),
+        reps=1, jitter=False, cache=True,
+        data_of={"up-table": "up-compressed", "up-packed": "up-compressed"},
+        scale={"up-table": 0.99, "up-packed": 0.96}))
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    sec = md.split("## Upstream's compressed mode, step by step", 1)[1].split("\n## ", 1)[0]
+    assert ("| Metric | up-compressed vs up-off | up-table vs up-off | up-packed vs up-off | "
+            "up-table - up-compressed | up-packed - up-table |") in sec
+    line = next(ln for ln in sec.splitlines() if ln.startswith("| order-0 page pair, kernel tag"))
+    a, b, c, ab, bc = (int(x.strip().replace(",", "")) for x in line.split("|")[2:7])
+    assert (ab, bc) == (b - a, c - b) and a > b > c, line
+    assert "batch order-0 pair, module tag: LLC misses" in sec and "n/a" not in sec
