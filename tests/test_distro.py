@@ -104,6 +104,13 @@ def numab(name, append="", variant=DISTRO):
     return b
 
 
+def pgp(b):
+    """The %pGp fields of alloctag_test's page (the numab job's "pgp")."""
+    lines = [ln for ln in b.dmesg.splitlines() if "alloctag_test: pgp " in ln]
+    assert len(lines) == 1, lines
+    return dict(f.split("=", 1) for f in lines[0].rsplit("(", 1)[1].rstrip(")").split("|") if "=" in f)
+
+
 def attributed(b):
     """alloctag_test's call sites have their exact bytes after alloc, 0 after free."""
     exp = expected(b)
@@ -138,6 +145,8 @@ def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
     assert "NUMA balancing cannot run (one possible node)" in b.dmesg
     attributed(b)
     refused(b)
+    f = pgp(b)
+    assert "lastcpupid" not in f and int(f["alloctag"]) > 1, f
     assert b.file("numab-end.txt").strip() == "0"
 
 
@@ -152,6 +161,8 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0
     assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
+    f = pgp(b)
+    assert "alloctag" not in f and "lastcpupid" in f, f
     attributed(b)
     # Default-enabled on two nodes, writable, and it really scanned.
     assert b.file("numab-boot.txt").strip() == "1"

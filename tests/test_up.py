@@ -81,8 +81,11 @@ def up_numab(name, append=""):
 
 
 def borrowed(b, why):
-    from tests.test_distro import attributed, refused
+    from tests.test_distro import attributed, pgp, refused
     assert sysctl(b, "mem_profiling_compressed") == "1"
+    # %pGp names the borrowed bits by what they hold: a module tag's index.
+    f = pgp(b)
+    assert "lastcpupid" not in f and int(f["alloctag"]) > 1, f
     assert f"page tag indexes in the last_cpupid page flag bits: NUMA balancing cannot run ({why})" \
         in b.dmesg
     attributed(b)
@@ -96,10 +99,12 @@ def test_up_distro_layout_one_node_borrows_last_cpupid():
 
 
 def test_up_distro_layout_two_nodes_keep_numa_balancing_and_use_page_ext():
-    from tests.test_distro import attributed, vmstat
+    from tests.test_distro import attributed, pgp, vmstat
     b = up_numab("2nodes", "numa=fake=2")
     assert sysctl(b, "mem_profiling_compressed") == "0"
     assert "which NUMA balancing may use (2 possible nodes): using page_ext instead" in b.dmesg
+    f = pgp(b)
+    assert "alloctag" not in f and "lastcpupid" in f, f
     attributed(b)
     assert b.file("numab-boot.txt").strip() == "1"
     assert b.file("numab-set.txt").strip() == "rc=0 now=1"

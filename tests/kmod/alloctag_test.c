@@ -10,6 +10,8 @@
  *   flagcheck  allocate FLAGCHECK_PAGES pages, check that zone, node and
  *            page flags of each are sane, free them; the verdict is added to
  *            what reading prints (allocinfo shows the call site's tag)
+ *   pgp      allocate one page at the flagcheck site, print its flags with
+ *            %pGp to the kernel log ("alloctag_test: pgp ..."), free it
  * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min|any"
  * (any: 6.12 does not profile allocations from the first percpu chunk).
  */
@@ -189,6 +191,19 @@ static int do_flagcheck(void)
 	return err;
 }
 
+static int do_pgp(void)
+{
+	struct page *page = site_flagcheck();
+	unsigned long flags;
+
+	if (!page)
+		return -ENOMEM;
+	flags = page_flags_word(page);
+	pr_info("alloctag_test: pgp %pGp\n", &flags);
+	__free_page(page);
+	return 0;
+}
+
 static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, loff_t *off)
 {
 	char buf[16] = {};
@@ -205,6 +220,8 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, lo
 		alloctag_keeper_take(&held);
 	else if (sysfs_streq(buf, "flagcheck"))
 		err = do_flagcheck();
+	else if (sysfs_streq(buf, "pgp"))
+		err = do_pgp();
 	else
 		err = -EINVAL;
 	mutex_unlock(&lock);
