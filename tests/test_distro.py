@@ -111,6 +111,14 @@ def pgp(b):
     return dict(f.split("=", 1) for f in lines[0].rsplit("(", 1)[1].rstrip(")").split("|") if "=" in f)
 
 
+def memmap_allones(b):
+    """(struct pages of online memory, those whose tag index field is all
+    ones), from the numab job's memmapcheck."""
+    f = dict(kv.split("=") for kv in b.file("memmapcheck.txt").split()[1:])
+    assert int(f["pages"]) > 100_000, f   # a 1 GiB guest has about 262,000
+    return int(f["pages"]), int(f["allones"])
+
+
 def attributed(b):
     """alloctag_test's call sites have their exact bytes after alloc, 0 after free."""
     exp = expected(b)

@@ -81,8 +81,11 @@ def up_numab(name, append=""):
 
 
 def borrowed(b, why):
-    from tests.test_distro import attributed, pgp, refused
+    from tests.test_distro import attributed, memmap_allones, pgp, refused
     assert sysctl(b, "mem_profiling_compressed") == "1"
+    # Lent before memmap_init(): no struct page starts with NUMA balancing's
+    # all-ones "unset" there, which no index maps (reserved pages included).
+    assert memmap_allones(b)[1] == 0
     # %pGp names the borrowed bits by what they hold: a module tag's index.
     f = pgp(b)
     assert "lastcpupid" not in f and int(f["alloctag"]) > 1, f
@@ -99,9 +102,11 @@ def test_up_distro_layout_one_node_borrows_last_cpupid():
 
 
 def test_up_distro_layout_two_nodes_keep_numa_balancing_and_use_page_ext():
-    from tests.test_distro import attributed, pgp, vmstat
+    from tests.test_distro import attributed, memmap_allones, pgp, vmstat
     b = up_numab("2nodes", "numa=fake=2")
     assert sysctl(b, "mem_profiling_compressed") == "0"
+    # NUMA balancing's field: "unset" (all ones) in pages it has not seen.
+    assert memmap_allones(b)[1] > 0
     assert "which NUMA balancing may use (2 possible nodes): using page_ext instead" in b.dmesg
     f = pgp(b)
     assert "alloctag" not in f and "lastcpupid" in f, f

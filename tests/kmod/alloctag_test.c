@@ -12,6 +12,9 @@
  *            what reading prints (allocinfo shows the call site's tag)
  *   pgp      allocate one page at the flagcheck site, print its flags with
  *            %pGp to the kernel log ("alloctag_test: pgp ..."), free it
+ *   memmapcheck  count the struct pages of online memory whose tag index
+ *            field is all ones (added to what reading prints): no index
+ *            maps to it, so where the field holds indexes none may have it
  * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min|any"
  * (any: 6.12 does not profile allocations from the first percpu chunk).
  */
@@ -191,6 +194,32 @@ static int do_flagcheck(void)
 	return err;
 }
 
+static unsigned long memmap_rounds, memmap_pages, memmap_allones;
+
+static int do_memmapcheck(void)
+{
+	unsigned long mask = ALLOC_TAG_IDX_FLAGS_MASK, pfn;
+	int nid;
+
+	memmap_rounds++;
+	memmap_pages = 0;
+	memmap_allones = 0;
+	for_each_online_node(nid) {
+		for (pfn = node_start_pfn(nid); pfn < node_end_pfn(nid); pfn++) {
+			struct page *page = pfn_to_online_page(pfn);
+
+			if (!page)
+				continue;
+			memmap_pages++;
+			if (mask && (page_flags_word(page) & mask) == mask)
+				memmap_allones++;
+			if (!(pfn % 4096))
+				cond_resched();
+		}
+	}
+	return 0;
+}
+
 static int do_pgp(void)
 {
 	struct page *page = site_flagcheck();
@@ -222,6 +251,8 @@ static ssize_t ctl_write(struct file *f, const char __user *ubuf, size_t len, lo
 		err = do_flagcheck();
 	else if (sysfs_streq(buf, "pgp"))
 		err = do_pgp();
+	else if (sysfs_streq(buf, "memmapcheck"))
+		err = do_memmapcheck();
 	else
 		err = -EINVAL;
 	mutex_unlock(&lock);
@@ -249,6 +280,9 @@ static int ctl_show(struct seq_file *m, void *v)
 	if (flagcheck_rounds)
 		seq_printf(m, "flagcheck rounds=%lu pages=%lu bad=%lu\n",
 			   flagcheck_rounds, flagcheck_pages, flagcheck_bad);
+	if (memmap_rounds)
+		seq_printf(m, "memmapcheck pages=%lu allones=%lu\n",
+			   memmap_pages, memmap_allones);
 	return 0;
 }
 
