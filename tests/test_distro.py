@@ -155,6 +155,9 @@ def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
     refused(b)
     f = pgp(b)
     assert "lastcpupid" not in f and int(f["alloctag"]) > 1, f
+    # Lent before memmap_init(): no struct page starts with NUMA balancing's
+    # all-ones "unset" there (reserved pages included).
+    assert memmap_allones(b)[1] == 0
     assert b.file("numab-end.txt").strip() == "0"
 
 
@@ -171,6 +174,8 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
     f = pgp(b)
     assert "alloctag" not in f and "lastcpupid" in f, f
+    # NUMA balancing's field: "unset" (all ones) in pages it has not seen.
+    assert memmap_allones(b)[1] > 0
     attributed(b)
     # Default-enabled on two nodes, writable, and it really scanned.
     assert b.file("numab-boot.txt").strip() == "1"
