@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench import parse
+
 REPO = Path(__file__).resolve().parent.parent
 BUILD_DIR = Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build"))
 # Where the boots of the tests go; another directory keeps a second checkout's
@@ -48,6 +50,16 @@ class Boot:
 
     def why(self) -> str:
         return f"boot {self.name}: {self.status} (see {self.dir}/console.log)"
+
+    def page_refs(self) -> parse.PageRefsReport:
+        """The boot's "page tag refs:" report line, parsed; a boot without
+        one fails its test with the file to read, not with an AttributeError
+        on None."""
+        r = parse.page_refs_report(self.dmesg)
+        if r is None:
+            raise AssertionError(f"boot {self.name} ({self.status}): no 'page tag refs:' line in "
+                                 f"{self.dir}/result/dmesg.txt")
+        return r
 
 
 _cache: dict[str, tuple[dict, Boot]] = {}

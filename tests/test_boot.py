@@ -8,12 +8,6 @@ from bench import parse
 from tests.guest import boot
 
 
-def report(b):
-    r = parse.page_refs_report(b.dmesg)
-    assert r is not None, f"no 'page tag refs' line in {b.dir}/result/dmesg.txt"
-    return r
-
-
 def test_off_boots_without_allocinfo():
     b = boot("off", "off")
     assert b.ok, b.why()
@@ -25,7 +19,7 @@ def test_baseline_stores_pointers_in_page_ext():
     b = boot("baseline", "baseline")
     assert b.ok, b.why()
     assert b.file("allocinfo-present").strip() == "yes"
-    r = report(b)
+    r = b.page_refs()
     assert (r.mode, r.ref_bits, r.index_bits) == ("page_ext", 64, 0)
     assert r.page_ext_pages > 0
     assert r.page_ext_bytes == 8 * r.page_ext_pages
@@ -35,7 +29,7 @@ def test_packed_stores_index_in_page_flags_without_page_ext():
     b = boot("packed", "packed")
     assert b.ok, b.why()
     assert b.file("allocinfo-present").strip() == "yes"
-    r = report(b)
+    r = b.page_refs()
     assert r.mode == "flags"
     assert 0 < r.index_bits <= 16
     # The guest layout has bits of its own: last_cpupid stays NUMA's.
@@ -46,7 +40,7 @@ def test_packed_stores_index_in_page_flags_without_page_ext():
 
 
 def test_packed_and_baseline_know_the_same_kernel_tags():
-    base, packed = report(boot("baseline", "baseline")), report(boot("packed", "packed"))
+    base, packed = boot("baseline", "baseline").page_refs(), boot("packed", "packed").page_refs()
     # The packed series adds its KUnit suite's few call sites, nothing else.
     assert 0 <= packed.kernel_tags - base.kernel_tags <= 16
 
@@ -54,7 +48,7 @@ def test_packed_and_baseline_know_the_same_kernel_tags():
 def test_packed_page_ext16_mode_uses_two_bytes_per_page():
     b = boot("packed-ext16", "packed", append="alloc_tag.page_refs=page_ext16")
     assert b.ok, b.why()
-    r = report(b)
+    r = b.page_refs()
     assert (r.mode, r.ref_bits, r.index_bits) == ("page_ext16", 16, 16)
     assert r.page_ext_pages > 0 and r.page_ext_bytes == 2 * r.page_ext_pages
     assert b.file("allocinfo-present").strip() == "yes"
@@ -64,7 +58,7 @@ def test_packed_falls_back_to_page_ext_when_tags_do_not_fit():
     b = boot("packed-fallback", "packed", append="alloc_tag.index_limit=100")
     assert b.ok, b.why()
     assert "do not fit flags" in b.dmesg
-    r = report(b)
+    r = b.page_refs()
     assert (r.mode, r.ref_bits) == ("page_ext", 64)
     assert r.page_ext_bytes == 8 * r.page_ext_pages > 0
     assert b.file("mem_profiling").strip() == "1"
@@ -84,7 +78,7 @@ def test_invalid_boot_parameter_is_rejected_with_a_message(arg, message):
     b = boot("packed-bad-" + re.sub(r"[^a-z0-9]+", "-", arg), "packed", append=arg)
     assert b.ok, b.why()
     assert message in b.dmesg
-    assert report(b).mode == "flags"
+    assert b.page_refs().mode == "flags"
     assert b.file("mem_profiling").strip() == "1"
 
 
@@ -109,7 +103,7 @@ def test_upstream_compressed_syntax_and_sysctl():
     b = boot("packed-compressed", "packed", append="sysctl.vm.mem_profiling=1,compressed")
     assert b.ok, b.why()
     assert "invalid sysctl" not in b.dmesg
-    assert report(b).mode == "flags"
+    assert b.page_refs().mode == "flags"
     assert b.file("sysctl-mem_profiling").strip() == "1"
     assert b.file("sysctl-mem_profiling_compressed").strip() == "1"
     # The boot replays sysctl.* arguments through the sysctl handler.
@@ -117,7 +111,7 @@ def test_upstream_compressed_syntax_and_sysctl():
     p = boot("packed-compressed-pageext", "packed",
              append="alloc_tag.page_refs=page_ext sysctl.vm.mem_profiling=1,compressed")
     assert p.ok, p.why()
-    assert report(p).mode == "page_ext"
+    assert p.page_refs().mode == "page_ext"
     assert "alloc_tag.page_refs=page_ext takes precedence" in p.dmesg
     assert p.file("sysctl-mem_profiling_compressed").strip() == "0"
     assert "Failed to set sysctl parameter" not in p.dmesg
@@ -133,7 +127,7 @@ def test_never_stores_nothing_and_numbers_nothing():
     b = boot("packed-never", "packed", append="sysctl.vm.mem_profiling=never")
     assert b.ok, b.why()
     assert "invalid sysctl" not in b.dmesg
-    r = report(b)
+    r = b.page_refs()
     assert (r.mode, r.index_bits, r.index_used, r.page_ext_bytes) == ("none", 0, 0, 0), r
     assert r.extra.get("index_field") == "none", r
     assert b.file("mem_profiling").strip() == "0"

@@ -13,7 +13,7 @@ def test_debug_kernel_runs_stress_ng_without_warnings():
     assert b.ok, b.why()
     rcs = [ln.split() for ln in b.file("stress-rc.txt").splitlines()]
     assert len(rcs) == 6 and all(r[1] == "0" for r in rcs), rcs
-    assert parse.page_refs_report(b.dmesg).mode == "flags"
+    assert b.page_refs().mode == "flags"
     bad = parse.warnings(b.dmesg)
     assert not bad, "\n".join(bad[:20])
 
@@ -28,7 +28,7 @@ def test_page_ext16_next_to_page_owner_and_page_table_check():
     assert b.ok, b.why()
     rcs = [ln.split() for ln in b.file("stress-rc.txt").splitlines()]
     assert len(rcs) == 6 and all(r[1] == "0" for r in rcs), rcs
-    rep = parse.page_refs_report(b.dmesg)
+    rep = b.page_refs()
     assert rep.mode == "page_ext16", rep
     # page_owner and page_table_check really share page_ext with the index
     assert parse.page_ext_allocated(b.dmesg) > rep.page_ext_bytes, (rep, parse.page_ext_allocated(b.dmesg))

@@ -43,7 +43,7 @@ def test_packed_series_compiles_against_the_debian_distro_config():
     # Debian's layout leaves 1 spare bit; the index borrows last_cpupid.
     assert spare == 1, rep
     assert rep["index_in_cpupid"] == 1 and rep["index_width"] == min(16, rep["last_cpupid_width"]), rep
-    tags = parse.page_refs_report(boot("packed", "packed").dmesg).kernel_tags
+    tags = boot("packed", "packed").page_refs().kernel_tags
     verdict = (f"{rep['config']}: {rep['spare_bits']} spare page->flags bits "
                f"(last_cpupid {rep['last_cpupid_width']}, nodes {rep['nodes_width']}, "
                f"LRU gen+refs {rep['lru_gen_width'] + rep['lru_refs_width']}, "
@@ -148,7 +148,7 @@ def refused(b):
 
 def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
     b = numab("1node")
-    r = parse.page_refs_report(b.dmesg)
+    r = b.page_refs()
     assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
     assert "NUMA balancing cannot run (one possible node)" in b.dmesg
     attributed(b)
@@ -168,7 +168,7 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     cases = {c.name: c.result for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
     assert cases.get("cpupid_field_starts_clear") == "ok", cases
     assert not [n for n, r in cases.items() if r == "not ok"], cases
-    r = parse.page_refs_report(b.dmesg)
+    r = b.page_refs()
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0
     assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
@@ -185,7 +185,7 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
 
 def test_two_nodes_with_numa_balancing_disabled_borrow_again():
     b = numab("2nodes-disable", "numa=fake=2 numa_balancing=disable")
-    r = parse.page_refs_report(b.dmesg)
+    r = b.page_refs()
     assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
     assert "NUMA balancing cannot run (numa_balancing=disable)" in b.dmesg
     attributed(b)
@@ -194,7 +194,7 @@ def test_two_nodes_with_numa_balancing_disabled_borrow_again():
 
 def test_numa_balancing_enable_on_one_node_keeps_the_bits_for_numa():
     b = numab("1node-enable", "numa_balancing=enable")
-    r = parse.page_refs_report(b.dmesg)
+    r = b.page_refs()
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert "(possible nodes: 1, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
     assert b.file("numab-boot.txt").strip() == "1"

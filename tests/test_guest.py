@@ -3,6 +3,7 @@ never hands out a boot made with other arguments or by an earlier run.
 A fake bench/boot (ALLOCTAG_BOOT) counts its calls; no QEMU."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,16 @@ def test_a_boot_is_reused_within_its_run_and_never_by_another_run(fake):
     # that run's next worker takes it
     assert finish(child(fake, "run-2", "x"))[:2] == (0, "ok")
     assert len(calls(fake)) == 2
+
+
+def test_page_refs_names_the_dmesg_of_a_boot_without_the_report_line(tmp_path):
+    (tmp_path / "result").mkdir()
+    b = guest.Boot("x", tmp_path, "ok")
+    (tmp_path / "result/dmesg.txt").write_text("[    0.50] foo\n")
+    msg = f"boot x (ok): no 'page tag refs:' line in {tmp_path}/result/dmesg.txt"
+    with pytest.raises(AssertionError, match=re.escape(msg)):
+        b.page_refs()
+    (tmp_path / "result/dmesg.txt").write_text(
+        "[    2.10] alloc_tag: page tag refs: mode=flags ref_bits=16 kernel_tags=3 index_bits=16"
+        " index_used=4 page_ext_bytes=0 page_ext_pages=0\n")
+    assert b.page_refs().mode == "flags"

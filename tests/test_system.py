@@ -122,10 +122,10 @@ def test_allocations_in_a_module_parameter_callback_are_counted_and_uncounted(va
 def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     plain = boot("packed", "packed")
     assert plain.ok, plain.why()
-    k = parse.page_refs_report(plain.dmesg).kernel_tags
+    k = plain.page_refs().kernel_tags
     # Room for two module indices above the shared overflow entry (k + 1).
     b = systest("packed", f"alloc_tag.index_limit={k + 3}")
-    assert parse.page_refs_report(b.dmesg).mode == "flags"
+    assert b.page_refs().mode == "flags"
     assert "got no index" in b.dmesg or "accounted to modules:index_overflow" in b.dmesg
     exp = expected(b)
     page_bytes = sum(nbytes for site, nbytes, _, _ in exp.values()
@@ -255,7 +255,7 @@ def test_module_with_more_tags_than_the_index_space_loads_and_overflows():
     m = re.search(r"module alloctag_huge: (\d+) of 70000 allocation tags got no index", b.dmesg)
     assert m, "no overflow warning for alloctag_huge in dmesg"
     # The kernel's tags, the shared overflow entry and index 0 come first.
-    kernel_tags = parse.page_refs_report(b.dmesg).kernel_tags
+    kernel_tags = b.page_refs().kernel_tags
     assert int(m.group(1)) >= 70000 - (65536 - kernel_tags - 2), m.group(0)
     assert int(b.file("huge-index-used.txt")) <= 65536
     assert b.file("huge-alloc.txt").strip() == "tags 70000 pages 2"
