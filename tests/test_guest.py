@@ -12,6 +12,8 @@ import pytest
 
 from tests import guest
 
+pytestmark = pytest.mark.unit
+
 FAKE_BOOT = """#!/bin/sh
 # Fake bench/boot: log the call, take long enough for a second caller to
 # arrive meanwhile, leave an ok boot in -o DIR.

@@ -7,6 +7,8 @@ from bench import parse
 from bench.workloads.micro import parse as micro
 from bench.workloads.stress import parse as stress
 
+pytestmark = pytest.mark.unit
+
 LOG = """[    0.50] foo
 [    2.10] alloc_tag: page tag refs: mode=flags ref_bits=16 kernel_tags=3912 index_bits=16 index_used=3913 index_max=65535 page_ext_bytes=0 page_ext_pages=0
 """

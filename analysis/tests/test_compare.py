@@ -1,8 +1,12 @@
 """analysis.compare: flags overheads that moved outside the intervals."""
 
+import pytest
+
 from analysis import compare, load, summarize
 from analysis.summarize import Row
 from analysis.tests import synth
+
+pytestmark = pytest.mark.unit
 
 
 def _summary(root, **kw):

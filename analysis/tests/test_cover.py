@@ -9,6 +9,8 @@ import pytest
 from analysis import cover
 from analysis.tests import synth
 
+pytestmark = pytest.mark.unit
+
 
 def test_cover_letter_matches_the_run_it_names(capsys):
     assert cover.main(["--check"]) == 0, capsys.readouterr().err

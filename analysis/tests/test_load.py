@@ -9,6 +9,8 @@ from analysis import load
 from analysis.load import AnalysisError
 from analysis.tests import synth
 
+pytestmark = pytest.mark.unit
+
 
 def test_good_run_loads_every_boot(tmp_path):
     run = load.load_run(synth.make_run(tmp_path))

@@ -10,6 +10,8 @@ import pytest
 from analysis import plots
 from analysis.tests import synth
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[2]
 OUTPUTS = ("report.md", "summary.csv", "summary.json")
 

@@ -4,6 +4,8 @@ import pytest
 
 from analysis import stats
 
+pytestmark = pytest.mark.unit
+
 
 def test_describe_deterministic_gives_spread_not_ci():
     e = stats.describe([10.0, 12.0, 11.0], deterministic=True, key="k")

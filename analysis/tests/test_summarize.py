@@ -8,6 +8,8 @@ import pytest
 from analysis import load, summarize
 from analysis.tests import synth
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
