@@ -1,11 +1,14 @@
 """The parsers of guest output (bench/parse.py, bench/workloads/<job>/parse.py)
 read the guest's files correctly and reject bad ones."""
 
+from pathlib import Path
+
 import pytest
 
 from bench import parse
 from bench.workloads.micro import parse as micro
 from bench.workloads.stress import parse as stress
+from tests import guest
 
 pytestmark = pytest.mark.unit
 
@@ -186,3 +189,109 @@ def test_boot_records_a_missing_result_instead_of_dying(tmp_path, payload, statu
     assert r.returncode == 1
     assert (d / "status").read_text().strip() == status
     assert f"failed: {status}" in r.stderr
+
+
+# Real guest output (tests/data/, where each file came from is in its
+# README): the parsers on what kernels really printed, not on lines written
+# for the test.  Each directory is shaped like a boot's, so guest.Boot reads it.
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def real(name: str) -> guest.Boot:
+    return guest.Boot(name, DATA / name, "ok")
+
+
+def test_real_6_12_packed_boot_stores_the_index_in_spare_page_flags_bits():
+    log = real("packed-6.12").dmesg
+    r = parse.page_refs_report(log)
+    assert (r.mode, r.ref_bits, r.kernel_tags, r.index_bits, r.index_used) == ("flags", 16, 1049, 16, 1050)
+    assert (r.page_ext_bytes, r.page_ext_pages) == (0, 0)
+    assert r.extra == {"index_max": "65535", "index_field": "spare"}
+    assert parse.page_ext_allocated(log) is None
+    assert parse.warnings(log) == []
+
+
+def test_real_6_12_distro_layout_one_node_borrows_last_cpupid():
+    from tests.test_distro import pgp, refused
+    b = real("numab-1node-6.12")
+    r = b.page_refs()
+    assert (r.mode, r.kernel_tags, r.index_used, r.page_ext_bytes) == ("flags", 1172, 1173, 0)
+    assert r.extra == {"index_max": "65534", "index_field": "last_cpupid"}
+    assert parse.warnings(b.dmesg) == []
+    assert pgp(b) == {"node": "0", "zone": "1", "alloctag": "1176"}
+    refused(b)  # 6.12 says "indices"
+
+
+def test_real_7_3_distro_layout_one_node_has_no_report_line_but_pgp_and_refused():
+    from tests.test_distro import pgp, refused
+    b = real("numab-up-1node-7.3")
+    # 7.3's compressed mode prints no "page tag refs:" line.
+    assert parse.page_refs_report(b.dmesg) is None
+    with pytest.raises(AssertionError, match=r"boot numab-up-1node-7.3 \(ok\): no 'page tag refs:' line"):
+        b.page_refs()
+    assert parse.warnings(b.dmesg) == []
+    # A %pGp line of the first 7.3 patch 9, which printed the lent bits twice.
+    assert pgp(b) == {"node": "0", "zone": "1", "lastcpupid": "0x489", "alloctag": "1161"}
+    refused(b)  # 7.3 says "indexes"
+
+
+def test_real_page_ext16_boot_next_to_page_owner_allocates_more_page_ext():
+    log = real("debug-ext16-owner-6.12").dmesg
+    r = parse.page_refs_report(log)
+    assert (r.mode, r.ref_bits, r.index_bits) == ("page_ext16", 16, 16)
+    assert (r.page_ext_bytes, r.page_ext_pages) == (524288, 262144)
+    assert r.extra["index_field"] == "page_ext"
+    assert parse.page_ext_allocated(log) == 23068672
+
+
+def test_real_ktap_block_with_skips_and_interleaved_kernel_lines():
+    cases = parse.ktap(real("kunit-flags-6.12").dmesg)
+    assert len(cases) == 17 and {c.suite for c in cases} == {"alloc_tag_index"}
+    assert (cases[0].name, cases[-1].name) == ("kernel_tag_index_round_trip", "page_ext_clients_stay_aligned")
+    skipped = {c.name: c.directive for c in cases if c.result == "skip"}
+    assert skipped == dict.fromkeys(("cpupid_field_has_one_owner", "cpupid_field_starts_clear"),
+                                    "SKIP the tag index has page->flags bits of its own")
+    assert [c.result for c in cases].count("ok") == 15
+
+
+def test_real_module_unload_warning_is_one_warning_line():
+    assert parse.warnings(real("systest-packed-6.12").dmesg) == [
+        "[    3.066289] WARNING: CPU: 0 PID: 473 at lib/alloc_tag.c:184 alloc_tag_module_unload+0xdf/0x1e0"]
+
+
+def test_real_6_12_allocinfo_has_the_test_module_s_exact_sites():
+    from tests.test_system import expected, module_sites
+    b = real("numab-1node-6.12")
+    lines = parse.allocinfo(b.file("allocinfo-alloc.txt"))
+    assert len(lines) == 19
+    assert (lines[0].bytes, lines[0].calls, lines[0].tag) == (0, 0, "init/main.c:1311 func:do_initcalls")
+    sites = module_sites(b, "alloc")
+    assert sorted(sites) == [47, 49, 51, 53, 55, 57, 59, 91, 170]
+    assert sites[91].tag == ("/var/tmp/alloctag-build/kmod/packed-debug/tests/alloctag_test.c:91 "
+                             "[alloctag_test] func:do_alloc")
+    assert (sites[91].bytes, sites[91].calls) == (736, 23)
+    assert (sites[55].bytes, sites[55].calls) == (131328, 34)
+    exact = {line: (nbytes, calls) for line, (_, nbytes, calls, kind) in expected(b).items() if kind == "exact"}
+    assert exact == {47: (16384, 4), 49: (32768, 2), 51: (24576, 3), 53: (8192, 8)}
+    assert {line: (sites[line].bytes, sites[line].calls) for line in exact} == exact
+
+
+def test_real_7_3_allocinfo_counts_module_pages_at_the_overflow_line():
+    lines = parse.allocinfo(real("systest-up-packed-limit-7.3").file("allocinfo-alloc.txt"))
+    assert len(lines) == 20 and sum(1 for a in lines if "[" not in a.tag) == 11
+    over = [a for a in lines if a.tag.endswith("func:module_page_index_overflow")]
+    assert [(a.bytes, a.calls, a.tag) for a in over] == [
+        (204800, 41, "mm/alloc_tag.c:805 func:module_page_index_overflow")]
+    pages = [a for a in lines if a.tag.endswith(("func:site_page0", "func:site_page2", "func:site_folio1"))]
+    assert [(a.bytes, a.calls) for a in pages] == [(0, 0)] * 3
+
+
+def test_real_meminfo_perf_stat_and_vmstat():
+    m = parse.meminfo(real("packed-6.12").file("meminfo-boot.txt"))
+    assert (m["MemTotal"], m["MemFree"], m["MemAvailable"]) == (1016416, 1005668, 934300)
+    assert len(m) == 50
+    c = parse.perf_stat(real("packed--stress--m1024--r1").file("perf-stress-vm.txt"))
+    assert c["task-clock"] == parse.PerfCounter(267.39, "msec", True)
+    assert c["page-faults"].value == 11556 and c["major-faults"].value == 0
+    assert not c["cycles"].supported and not c["instructions"].supported
+    assert parse.vmstat_pgalloc(real("packed--fio--m1024--r1").file("vmstat-after.txt")) == 47702
