@@ -286,8 +286,11 @@ def talk_table(rows: Summary, run: Run) -> list[str]:
     tag = " (tcg: relative only)" if run.relative_only else ""
 
     def micro(k: str, op: str) -> tuple[str, str]:
+        src = f"{k} / micro / {op}.p50.overhead"
+        if k not in run.kernels or not rows.has_kernel(k, "micro"):
+            return "not in this run", src
         cell = with_interval(rows.get(k, "micro", f"{op}.p50.overhead"))
-        return cell + (tag if cell != "n/a" else ""), f"{k} / micro / {op}.p50.overhead"
+        return cell + (tag if cell != "n/a" else ""), src
 
     baseline, ext16, packed = main(run, "pageext"), main(run, "ext16"), main(run, "flags")
     mws = mem_workloads_from(rows)

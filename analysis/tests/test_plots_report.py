@@ -233,3 +233,13 @@ def test_report_attributes_the_7_3_series_step_by_step(tmp_path):
     a, b, c, ab, bc = (int(x.strip().replace(",", "")) for x in line.split("|")[2:7])
     assert (ab, bc) == (b - a, c - b) and a > b > c, line
     assert "batch order-0 pair, module tag: LLC misses" in sec and "n/a" not in sec
+
+
+def test_talk_table_names_a_kernel_the_run_left_out_instead_of_na(tmp_path):
+    # A QUICK run without baseline printed "n/a" in the talk table's cells.
+    run = synth.make_run(tmp_path, synth.Spec(kernels=("off", "packed"), workloads=("micro",), reps=1))
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    talk = md.split("## LSFMM 2024 talk vs this run", 1)[1].split("\n## ", 1)[0]
+    assert "| Page allocation, baseline | +40% | not in this run |" in talk
+    assert "n/a" not in talk
