@@ -104,6 +104,14 @@ peer_info() {
 		"$BUILD_DIR/peer/peer-info.json" "$1"
 }
 
+# apply_peer_patch SRC PATCH: apply one of the benchmark's peer patches
+# (written against 6.12) to the git tree SRC with context fuzz and commit it
+# under its subject: how bench/prepare-tree and bench/check-series apply them.
+apply_peer_patch() {
+	patch -d "$1" -p1 -F3 --no-backup-if-mismatch <"$2" && git -C "$1" add -f -A &&
+		git -C "$1" commit -q -m "$(git mailinfo -k /dev/null /dev/null <"$2" | sed -n "s/^Subject: //p")"
+}
+
 # Patch files applied to a source tree, in order.
 tree_patches() {
 	if tree_is_peer "$1"; then
