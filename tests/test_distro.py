@@ -146,6 +146,19 @@ def refused(b):
                      r"hold allocation tag ind(ices|exes)", b.dmesg)
 
 
+def numa_keeps_field(b):
+    """Two nodes: last_cpupid stays NUMA balancing's, and it runs."""
+    f = pgp(b)
+    assert "alloctag" not in f and "lastcpupid" in f, f
+    # NUMA balancing's field: "unset" (all ones) in pages it has not seen.
+    assert memmap_allones(b)[1] > 0
+    attributed(b)
+    # Default-enabled on two nodes, writable, and it really scanned.
+    assert b.file("numab-boot.txt").strip() == "1"
+    assert b.file("numab-set.txt").strip() == "rc=0 now=1"
+    assert vmstat(b, "end")["numa_pte_updates"] > vmstat(b, "start")["numa_pte_updates"]
+
+
 def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
     b = numab("1node")
     r = b.page_refs()
@@ -172,15 +185,7 @@ def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0
     assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
-    f = pgp(b)
-    assert "alloctag" not in f and "lastcpupid" in f, f
-    # NUMA balancing's field: "unset" (all ones) in pages it has not seen.
-    assert memmap_allones(b)[1] > 0
-    attributed(b)
-    # Default-enabled on two nodes, writable, and it really scanned.
-    assert b.file("numab-boot.txt").strip() == "1"
-    assert b.file("numab-set.txt").strip() == "rc=0 now=1"
-    assert vmstat(b, "end")["numa_pte_updates"] > vmstat(b, "start")["numa_pte_updates"]
+    numa_keeps_field(b)
 
 
 def test_two_nodes_with_numa_balancing_disabled_borrow_again():
