@@ -77,7 +77,7 @@ series_objects() {
 tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
-	packed) echo baseline packed-refs ;;
+	packed) echo baseline packed-refs packed-slab ;;
 	up) ;;
 	up-packed) echo packed-refs-7.3 ;;
 	up-table) echo packed-refs-7.3:5 ;;
