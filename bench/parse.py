@@ -75,6 +75,53 @@ def allocinfo(text: str) -> list[AllocinfoLine]:
     return out
 
 
+@dataclass(frozen=True)
+class SlabinfoLine:
+    name: str
+    active_objs: int
+    num_objs: int
+    objsize: int
+    objperslab: int
+    pagesperslab: int
+
+
+def slabinfo(text: str) -> dict[str, SlabinfoLine]:
+    """/proc/slabinfo (version 2.1) as {cache name: line}."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("slabinfo - version: 2."):
+        raise ParseError("not /proc/slabinfo output: missing version header")
+    out = {}
+    for ln in lines[1:]:
+        if ln.startswith("#") or not ln.strip():
+            continue
+        parts = ln.split()
+        try:
+            line = SlabinfoLine(parts[0], *(int(x) for x in parts[1:6]))
+        except (ValueError, TypeError, IndexError):
+            raise ParseError(f"malformed slabinfo line: {ln!r}") from None
+        out[line.name] = line
+    return out
+
+
+# The allocation site of slab object extension vectors (mm/slub.c).
+OBJ_EXT_SITE = re.compile(r"mm/slub\.c:\d+ func:alloc_slab_obj_exts\b")
+# Caches whose slabs never have a counted vector: the normal kmalloc caches
+# allocate theirs with __GFP_NO_OBJ_EXT (so the vectors carry no tag), and
+# kmem_cache/kmem_cache_node are SLAB_NO_OBJ_EXT.
+_UNCOUNTED_CACHE = re.compile(r"kmalloc-\d+k?|kmem_cache|kmem_cache_node")
+
+
+def obj_ext_vectors(lines: list[AllocinfoLine], slabs: dict[str, SlabinfoLine]) -> tuple[int, int, int]:
+    """(bytes, vectors, object slots) of the slab object extension vectors
+    /proc/allocinfo counts: bytes and calls of alloc_slab_obj_exts(), and the
+    object slots of every cache whose vectors carry a tag."""
+    vec = [a for a in lines if OBJ_EXT_SITE.search(a.tag)]
+    if not vec:
+        raise ParseError("no alloc_slab_obj_exts line in allocinfo")
+    slots = sum(s.num_objs for s in slabs.values() if not _UNCOUNTED_CACHE.fullmatch(s.name))
+    return sum(a.bytes for a in vec), sum(a.calls for a in vec), slots
+
+
 def meminfo(text: str) -> dict[str, int]:
     """/proc/meminfo as {field: kB}."""
     out = {}

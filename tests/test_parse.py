@@ -295,3 +295,32 @@ def test_real_meminfo_perf_stat_and_vmstat():
     assert c["page-faults"].value == 11556 and c["major-faults"].value == 0
     assert not c["cycles"].supported and not c["instructions"].supported
     assert parse.vmstat_pgalloc(real("packed--fio--m1024--r1").file("vmstat-after.txt")) == 47702
+
+
+SLABINFO = """slabinfo - version: 2.1
+# name            <active_objs> <num_objs> <objsize> <objperslab> <pagesperslab> : tunables <limit> <batchcount> <sharedfactor> : slabdata <active_slabs> <num_slabs> <sharedavail>
+alloctag_obj          16     21    192   21    1 : tunables    0    0    0 : slabdata      1      1      0
+kmalloc-64           600    640     64   64    1 : tunables    0    0    0 : slabdata     10     10      0
+kmalloc-8k             4      8   8192    4    8 : tunables    0    0    0 : slabdata      2      2      0
+kmalloc-cg-64         30     64     64   64    1 : tunables    0    0    0 : slabdata      1      1      0
+kmem_cache           100    120    256   16    1 : tunables    0    0    0 : slabdata      8      8      0
+"""
+
+
+def test_slabinfo_and_obj_ext_vectors_count_only_caches_with_tagged_vectors():
+    slabs = parse.slabinfo(SLABINFO)
+    assert slabs["alloctag_obj"] == parse.SlabinfoLine("alloctag_obj", 16, 21, 192, 21, 1)
+    info = parse.allocinfo("allocinfo - version: 1.0\n"
+                           "        1024        3 mm/slub.c:2010 func:alloc_slab_obj_exts\n"
+                           "         256        1 mm/slub.c:2010 func:alloc_slab_obj_exts_other\n")
+    # kmalloc-64, kmalloc-8k and kmem_cache have no counted vectors.
+    assert parse.obj_ext_vectors(info, slabs) == (1024, 3, 21 + 64)
+
+
+def test_slabinfo_and_obj_ext_vectors_reject_bad_input():
+    with pytest.raises(parse.ParseError, match="not /proc/slabinfo"):
+        parse.slabinfo("name 1 2 3\n")
+    with pytest.raises(parse.ParseError, match="malformed slabinfo line"):
+        parse.slabinfo("slabinfo - version: 2.1\nfoo 1 2 x 4 5\n")
+    with pytest.raises(parse.ParseError, match="no alloc_slab_obj_exts"):
+        parse.obj_ext_vectors([], parse.slabinfo(SLABINFO))

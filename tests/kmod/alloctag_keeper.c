@@ -17,6 +17,9 @@
 #include "alloctag_keeper.h"
 #include "alloctag_proc.h"
 
+struct kmem_cache *alloctag_keeper_cache;
+EXPORT_SYMBOL_GPL(alloctag_keeper_cache);
+
 static LIST_HEAD(kept);
 static DEFINE_MUTEX(lock);
 
@@ -37,6 +40,9 @@ void alloctag_keeper_free_held(struct alloctag_held *h)
 		break;
 	case K_PERCPU:
 		free_percpu((void __percpu __force *)h->p);
+		break;
+	case K_KMEMCACHE:
+		kmem_cache_free(alloctag_keeper_cache, h->p);
 		break;
 	}
 	kfree(h);
@@ -92,13 +98,22 @@ ALLOCTAG_PROC_OPS(ctl_ops, ctl_show, ctl_write);
 
 static int __init keeper_init(void)
 {
-	return proc_create("alloctag_keeper", 0644, NULL, &ctl_ops) ? 0 : -ENOMEM;
+	alloctag_keeper_cache = kmem_cache_create("alloctag_obj", ALLOCTAG_OBJ_SIZE,
+						  0, 0, NULL);
+	if (!alloctag_keeper_cache)
+		return -ENOMEM;
+	if (!proc_create("alloctag_keeper", 0644, NULL, &ctl_ops)) {
+		kmem_cache_destroy(alloctag_keeper_cache);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static void __exit keeper_exit(void)
 {
 	remove_proc_entry("alloctag_keeper", NULL);
 	free_kept();
+	kmem_cache_destroy(alloctag_keeper_cache);
 }
 
 module_init(keeper_init);

@@ -4,7 +4,15 @@
 
 #include <linux/list.h>
 
-enum alloctag_kind { K_PAGE, K_FOLIO, K_KMALLOC, K_VMALLOC, K_PERCPU };
+enum alloctag_kind { K_PAGE, K_FOLIO, K_KMALLOC, K_VMALLOC, K_PERCPU, K_KMEMCACHE };
+
+/*
+ * A slab cache of ALLOCTAG_OBJ_SIZE-byte objects that alloctag_test
+ * allocates from: the keeper owns it, so that objects can outlive
+ * alloctag_test.  Mergeable, so it may be an alias of a kmalloc cache.
+ */
+#define ALLOCTAG_OBJ_SIZE	192
+extern struct kmem_cache *alloctag_keeper_cache;
 
 /* One allocation of alloctag_test, freed by whoever holds it. */
 struct alloctag_held {

@@ -15,8 +15,11 @@
  *   memmapcheck  count the struct pages of online memory whose tag index
  *            field is all ones (added to what reading prints): no index
  *            maps to it, so where the field holds indexes none may have it
- * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min|any"
- * (any: 6.12 does not profile allocations from the first percpu chunk).
+ * Read it for the expected lines: "<line> <kind> <bytes> <calls> exact|min|any|slab"
+ * (any: 6.12 does not profile allocations from the first percpu chunk; slab:
+ * calls exact, bytes are calls times the slab_size of alloctag_keeper's
+ * cache, /sys/kernel/slab/alloctag_obj/slab_size, which debug options and
+ * cache merging decide).
  */
 #include <linux/gfp.h>
 #include <linux/mm.h>
@@ -60,6 +63,15 @@ static const unsigned int line_vmalloc = __LINE__ - 1;
 static void *site_percpu(void) { return (void __force *)__alloc_percpu(128, 8); }
 static const unsigned int line_percpu = __LINE__ - 1;
 static struct page *site_flagcheck(void) { return alloc_pages(GFP_KERNEL, 0); }
+static void *site_kmemcache(void) { return kmem_cache_alloc(alloctag_keeper_cache, GFP_KERNEL); }
+static const unsigned int line_kmemcache = __LINE__ - 1;
+static int site_bulk(void **p, size_t n)
+{
+	return kmem_cache_alloc_bulk(alloctag_keeper_cache, GFP_KERNEL, n, p);
+}
+static const unsigned int line_bulk = __LINE__ - 2;
+
+#define BULK_OBJECTS	16
 
 static struct site sites[] = {
 	{ "page0", K_PAGE, 0, 4, 0, "exact" },
@@ -68,6 +80,9 @@ static struct site sites[] = {
 	{ "kmalloc1024", K_KMALLOC, 0, 8, 1024, "exact" },
 	{ "vmalloc64k", K_VMALLOC, 0, 2, 65536, "min" },
 	{ "percpu128", K_PERCPU, 0, 4, 128, "any" },
+	/* bytes: calls times the cache's slab_size, which the job reads */
+	{ "kmemcache", K_KMEMCACHE, 0, 5, ALLOCTAG_OBJ_SIZE, "slab" },
+	{ "bulk", K_KMEMCACHE, 0, BULK_OBJECTS, ALLOCTAG_OBJ_SIZE, "slab" },
 };
 
 static void *alloc_one(struct site *s)
@@ -82,7 +97,32 @@ static void *alloc_one(struct site *s)
 		return site_kmalloc();
 	if (s == &sites[4])
 		return site_vmalloc();
+	if (s == &sites[6])
+		return site_kmemcache();
 	return site_percpu();
+}
+
+/* One kmem_cache_alloc_bulk() of the bulk site's objects, held one by one. */
+static int do_alloc_bulk(struct site *s)
+{
+	void *p[BULK_OBJECTS];
+	unsigned int i;
+
+	if (site_bulk(p, s->n) != s->n)
+		return -ENOMEM;
+	for (i = 0; i < s->n; i++) {
+		struct alloctag_held *h = kmalloc(sizeof(*h), GFP_KERNEL);
+
+		if (!h) {
+			kmem_cache_free_bulk(alloctag_keeper_cache, s->n - i, p + i);
+			return -ENOMEM;
+		}
+		h->kind = K_KMEMCACHE;
+		h->order = 0;
+		h->p = p[i];
+		list_add_tail(&h->link, &held);
+	}
+	return 0;
 }
 
 static int do_alloc(void)
@@ -90,6 +130,13 @@ static int do_alloc(void)
 	unsigned int i, j;
 
 	for (i = 0; i < ARRAY_SIZE(sites); i++) {
+		if (&sites[i] == &sites[7]) {
+			int err = do_alloc_bulk(&sites[i]);
+
+			if (err)
+				return err;
+			continue;
+		}
 		for (j = 0; j < sites[i].n; j++) {
 			struct alloctag_held *h = kmalloc(sizeof(*h), GFP_KERNEL);
 
@@ -296,6 +343,8 @@ static int __init alloctag_test_init(void)
 	sites[3].line = line_kmalloc;
 	sites[4].line = line_vmalloc;
 	sites[5].line = line_percpu;
+	sites[6].line = line_kmemcache;
+	sites[7].line = line_bulk;
 	return proc_create("alloctag_test", 0644, NULL, &ctl_ops) ? 0 : -ENOMEM;
 }
 

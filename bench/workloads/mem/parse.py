@@ -1,29 +1,40 @@
 """mem: memory footprint right after boot, at each guest RAM size of
 mem.conf, run by ./job.
 
-Files: meminfo.txt, and what every boot leaves (dmesg.txt's page tag refs
-line or page_ext allocation, allocinfo.txt).  Figures go to workload
-mem-m<MiB>: page_ext bytes (per page, per TiB, % of RAM), MemTotal and
-MemFree, allocinfo sums."""
+Files: meminfo.txt, slabinfo.txt (boots before 20261206 have none), and
+what every boot leaves (dmesg.txt's page tag refs line or page_ext
+allocation, allocinfo.txt).  Figures go to workload mem-m<MiB>: page_ext
+bytes (per page, per TiB, % of RAM), MemTotal and MemFree, allocinfo sums,
+and the slab object extension vectors: their bytes, how many, and bytes per
+object slot of the caches whose vectors /proc/allocinfo counts."""
 
 from __future__ import annotations
 
-from bench.parse import meminfo
+from dataclasses import dataclass
+
+from bench.parse import ParseError, SlabinfoLine, meminfo, obj_ext_vectors, slabinfo
 from bench.workloads import MetricDef
+
+
+@dataclass
+class MemData:
+    meminfo: dict[str, int]
+    slabinfo: dict[str, SlabinfoLine] | None
 
 PAGE = 4096
 TIB = 1 << 40
 MIB = 1 << 20
 
 
-def load(r, warnings: list[str]) -> dict[str, int]:
-    """/proc/meminfo after boot, {field: kB}."""
-    return r.parsed("meminfo.txt", meminfo)
+def load(r, warnings: list[str]) -> MemData:
+    """/proc/meminfo ({field: kB}) and /proc/slabinfo after boot."""
+    slabs = r.parsed("slabinfo.txt", slabinfo) if r.exists("slabinfo.txt") else None
+    return MemData(r.parsed("meminfo.txt", meminfo), slabs)
 
 
 def figures(c, d) -> None:
     b, w = d.boot, f"mem-m{d.boot.mem_mb}"
-    mi = d.data
+    mi = d.data.meminfo
     r = d.report
     is_ref = b.kernel == c.run.ref(b.kernel)
     peer = c.run.is_peer(b.kernel)
@@ -52,6 +63,25 @@ def figures(c, d) -> None:
               float(sum(a.bytes for a in d.allocinfo)))
         c.add(d, w, "allocinfo_lines", MetricDef("tags", note="lines of /proc/allocinfo"),
               float(len(d.allocinfo)))
+    if d.allocinfo is not None and d.data.slabinfo is not None:
+        _obj_ext(c, d, w)
+
+
+def _obj_ext(c, d, w: str) -> None:
+    try:
+        nbytes, vectors, slots = obj_ext_vectors(d.allocinfo, d.data.slabinfo)
+    except ParseError as e:
+        c.warnings.append(f"boot {d.boot.id}: {e}; slab vector figures left out")
+        return
+    c.add(d, w, "objext_bytes", MetricDef("bytes", note="allocinfo alloc_slab_obj_exts()"), float(nbytes))
+    c.add(d, w, "objext_vectors", MetricDef("vectors", note="calls of alloc_slab_obj_exts(): one per slab"),
+          float(vectors))
+    if slots > 0:
+        c.add(d, w, "objext_bytes_per_slot",
+              MetricDef("bytes per object slot",
+                        note="objext_bytes / slots (slabinfo num_objs) of caches other than "
+                             "kmalloc-<n>, kmem_cache, kmem_cache_node"),
+              nbytes / slots)
 
 
 def _page_ext(c, d, w: str, nbytes: float, npages: float | None, mi: dict[str, int], note: str) -> None:
