@@ -24,6 +24,14 @@ EXPECTED = {
 }
 # Only where the index borrows last_cpupid (configs/distro.config).
 CPUPID_ONLY = {"cpupid_field_has_one_owner", "cpupid_field_starts_clear"}
+# patches/packed-slab: slab object tag indices and the object index.
+SLAB_EXPECTED = {
+    "obj_index_is_exact",
+    "object_keeps_its_tag_index",
+    "slots_lie_in_the_vector_allocation",
+    "bulk_objects_are_tagged",
+    "krealloc_and_kvfree_rcu_uncount",
+}
 
 
 def kunit_boot(name, append="", variant="packed"):
@@ -33,8 +41,16 @@ def kunit_boot(name, append="", variant="packed"):
     return b
 
 
-def cases_of(b):
-    return {c.name: c for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
+def cases_of(b, suite="alloc_tag_index"):
+    return {c.name: c for c in parse.ktap(b.dmesg) if c.suite == suite}
+
+
+def slab_suite_passes(b):
+    """Every case of the alloc_tag_slab suite ran and passed."""
+    cases = cases_of(b, "alloc_tag_slab")
+    assert set(cases) == SLAB_EXPECTED, sorted(cases)
+    bad = {n: c.result for n, c in cases.items() if c.result != "ok"}
+    assert not bad, f"alloc_tag_slab cases not ok: {bad}"
 
 
 def kunit_cases(name, append="", variant="packed"):
@@ -42,7 +58,9 @@ def kunit_cases(name, append="", variant="packed"):
 
 
 def test_kunit_alloc_tag_index_suite_passes_in_flags_mode():
-    cases = kunit_cases("kunit-flags")
+    b = kunit_boot("kunit-flags")
+    slab_suite_passes(b)
+    cases = cases_of(b)
     assert set(cases) == EXPECTED
     failed = [n for n, c in cases.items() if c.result == "not ok"]
     skipped = [n for n, c in cases.items() if c.result == "skip"]
@@ -55,6 +73,8 @@ def test_kunit_alloc_tag_index_suite_passes_in_borrowed_last_cpupid_bits():
     # takes the last_cpupid bits and every case runs.
     b = kunit_boot("kunit-cpupid", variant="packed-debug")
     cases = cases_of(b)
+    # ... and the slab cases with memcg's objcg vector next to the indices.
+    slab_suite_passes(b)
     # packed-debug has UBSAN's shift checks: the page_ext layout of a client
     # without data (size 0) and every page->flags shift must stay defined.
     ubsan = [ln for ln in b.dmesg.splitlines() if "UBSAN:" in ln]
