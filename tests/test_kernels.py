@@ -30,7 +30,7 @@ def test_table_gives_every_role():
     assert t.counterpart("packed", "nopf") == "baseline-nopf"
     assert t.counterpart("up-compressed", "nopf") == "up-nopf"
     assert t.counterpart("packed-distro", "nopf") == "packed-distro-nopf"
-    assert t.counterpart("packed-distro", "pageext") is None
+    assert t.counterpart("packed-distro", "pageext") == "baseline-distro"
     assert t.get("packed-distro-numa").args == ("numa=fake=2",)
     assert t.get("packed-distro-numa").workloads == ("mem",) and not t.get("packed-distro").runs("stress")
     assert [k.label for k in t if k.peer] == ["up-off", "up-nopf", "up-pageext", "up-compressed",
@@ -45,7 +45,8 @@ def test_table_gives_every_role():
 
 
 def test_variants_the_makefile_builds():
-    assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-distro"]
+    assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-distro",
+                                                         "baseline-distro"]
     assert cli("variants", "--peer").stdout.split() == ["up-off", "up", "up-packed", "up-table",
                                                         "up-packed-distro"]
     assert cli("variants", "--test").stdout.split() == ["off", "baseline", "packed", "packed-debug",
