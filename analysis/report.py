@@ -676,19 +676,23 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
         parts = listed(w, run.pick(("pageext", "ext16", "flags", "numa"), ("main", "peer", "other")), m,
                        lambda k: f"{num(rows.value(k, w, m), 2)} B")
         out.append(f"Memory for page tags per 4 KiB page ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
-    for site, prefix, peers in (("kernel", KERNEL_SITE_PREFIX, run.pick(("nopf", "pageext", "flags"), ("peer",))),
-                                ("module", "", [])):
+    # Upstream's kernels and this project's 7.3 series, in both lines (the
+    # series was missing from them: issue 26's headline numbers).
+    up = [k for k in run.pick(("nopf", "pageext", "flags", "series-step", "series"), ("peer", "other"))
+          if run.is_peer(k)]
+    for site, prefix, peers in (("kernel", KERNEL_SITE_PREFIX, up), ("module", "", up)):
         m = f"{prefix}pages_o0_pair.p50"
         fmt = (lambda k: f"{signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "  # noqa: E731
                          f"({signed(rows.value(k, 'micro', m + '.overhead'))})")
-        parts = listed("micro", run.pick(("pageext", "nopf", "flags-nopf", "flags", "ext16"), ("main", "other")),
-                       m + ".delta", fmt)
-        up = listed("micro", peers, m + ".delta", fmt)
+        mine = [k for k in run.pick(("pageext", "nopf", "flags-nopf", "flags", "ext16"), ("main", "other"))
+                if not run.is_peer(k)]
+        parts = listed("micro", mine, m + ".delta", fmt)
+        ups = listed("micro", peers, m + ".delta", fmt)
         if parts:
             out.append(f"Order-0 alloc+free, {site} tag, instructions vs own off (p50): " + ", ".join(parts)
-                       + ("; upstream 7.3: " + ", ".join(up) if up else "") + ".")
+                       + ("; Linux 7.3: " + ", ".join(ups) if ups else "") + ".")
     m = f"cache.{KERNEL_SITE_PREFIX}pages_o0_batch_pair"
-    parts = listed("micro", run.pick(("pageext", "flags", "ext16"), ("main", "peer")),
+    parts = listed("micro", run.pick(("pageext", "flags", "ext16", "series"), ("main", "peer")),
                    m + ".llc_miss.mean.delta",
                    lambda k: f"{signed(rows.value(k, 'micro', m + '.llc_miss.mean.delta'), 2, '')} LLC misses, "
                              f"{signed(rows.value(k, 'micro', m + '.est_cycles.mean.delta'), 0, '')} est. cycles")

@@ -233,6 +233,13 @@ def test_report_attributes_the_7_3_series_step_by_step(tmp_path):
     a, b, c, ab, bc = (int(x.strip().replace(",", "")) for x in line.split("|")[2:7])
     assert (ab, bc) == (b - a, c - b) and a > b > c, line
     assert "batch order-0 pair, module tag: LLC misses" in sec and "n/a" not in sec
+    # The summary's headline lines name the series kernels too, at both call
+    # sites (run 20261206-050027 left up-table and up-packed out of them).
+    summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    for site in ("kernel", "module"):
+        ln = next(ln for ln in summary.splitlines() if f"Order-0 alloc+free, {site} tag" in ln)
+        assert "Linux 7.3: " in ln and "up-table +" in ln and "up-packed +" in ln, ln
+        assert "packed-distro" not in ln.split("Linux 7.3: ")[1], ln
 
 
 def test_talk_table_names_a_kernel_the_run_left_out_instead_of_na(tmp_path):
