@@ -55,15 +55,40 @@ mutation_verdict() {
 	fi
 }
 
-# series_objects SRC: the objects (dir/file.o) of the C files the series
-# change in source tree SRC (against tag pristine) and of every C file that
-# calls the page tag API, for single-object compile checks.  Only files in a
-# kbuild directory can be built as objects.
+# series_objects SRC [CONFIG]: the objects (dir/file.o) of the C files the
+# series change in source tree SRC (against tag pristine) and of every C
+# file that calls the page tag API, for single-object compile checks.  Only
+# files in a kbuild directory can be built as objects, and with CONFIG only
+# those that configuration builds (config_builds): mm/kfence/core.c does
+# not compile on its own without CONFIG_KFENCE.
 series_objects() {
 	( git -C "$1" diff --name-only pristine HEAD -- '*.c'
 	  git -C "$1" grep -l -E 'page_tag_(load|xchg)|pgalloc_tag_|alloc_tag_from_idx|page_cpupid_borrowed' -- '*.c'
 	) | sort -u | while read -r _f; do
-		if [ -f "$1/$(dirname "$_f")/Makefile" ]; then echo "${_f%.c}.o"; fi
+		if [ -f "$1/$(dirname "$_f")/Makefile" ] &&
+		   { [ -z "${2:-}" ] || config_builds "$1" "$2" "$_f"; }; then
+			echo "${_f%.c}.o"
+		fi
+	done
+}
+
+# config_builds SRC CONFIG FILE.c: whether the configuration CONFIG (a
+# .config of the whole series' tree) builds FILE, following the obj-$(CONFIG_...) line of the file and of each
+# directory above it (mm/kfence/core.c needs CONFIG_KFENCE through
+# mm/Makefile's "obj-$(CONFIG_KFENCE) += kfence/").  Objects listed without
+# a CONFIG_ condition count as built.
+config_builds() {
+	_cb_p=${3%.c}
+	while :; do
+		_cb_d=$(dirname "$_cb_p") _cb_n=$(basename "$_cb_p")
+		[ "$_cb_d" = . ] && return 0
+		if [ -f "$1/$_cb_p.c" ]; then _cb_s="$_cb_n\.o"; else _cb_s="$_cb_n/"; fi
+		_cb_cfg=$(grep -E "^obj-\\\$\(CONFIG_[A-Z0-9_]+\)[[:space:]]*[+:]?=.*(^|[[:space:]])$_cb_s" \
+			"$1/$_cb_d/Makefile" 2>/dev/null | sed -n 's/^obj-\$(\(CONFIG_[A-Z0-9_]*\)).*/\1/p' | head -n 1)
+		if [ -n "$_cb_cfg" ] && ! grep -q "^$_cb_cfg=[ym]" "$2"; then
+			return 1
+		fi
+		_cb_p=$_cb_d
 	done
 }
 
