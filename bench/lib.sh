@@ -73,8 +73,8 @@ series_objects() {
 }
 
 # config_builds SRC CONFIG FILE.c: whether the configuration CONFIG (a
-# .config of the whole series' tree) builds FILE, following the obj-$(CONFIG_...) line of the file and of each
-# directory above it (mm/kfence/core.c needs CONFIG_KFENCE through
+# .config of the whole series' tree) builds FILE, following the
+# obj-$(CONFIG_...) line of the file and of each directory above it (mm/kfence/core.c needs CONFIG_KFENCE through
 # mm/Makefile's "obj-$(CONFIG_KFENCE) += kfence/").  Objects listed without
 # a CONFIG_ condition count as built.
 config_builds() {

@@ -162,10 +162,9 @@ def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     # Slab objects keep the same indices (patches/packed-slab): a kmalloc
     # site without an index of its own is accounted on the overflow entry
     # too, so pages and slab objects together are all there.
-    slab_bytes = sum(nbytes for site, nbytes, _, _ in exp.values()
-                     if site.startswith(("kmalloc", "kmemcache", "bulk")))
-    on_slab_sites = sum(sites[line].bytes for line, e in exp.items()
-                        if e[0].startswith(("kmalloc", "kmemcache", "bulk")) and line in sites)
+    slab = [line for line, e in exp.items() if e[0].startswith(("kmalloc", "kmemcache", "bulk"))]
+    slab_bytes = sum(exp[line][1] for line in slab)
+    on_slab_sites = sum(sites[line].bytes for line in slab if line in sites)
     assert sum(a.bytes for a in overflow) + on_sites + on_slab_sites >= page_bytes + slab_bytes
     # After freeing, nothing is left on the overflow entries.
     after = [a for a in parse.allocinfo(b.file("allocinfo-free.txt"))
