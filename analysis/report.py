@@ -396,6 +396,16 @@ def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
         if e16 is not None and bl is not None:
             checks.append((f"order-0 pair, {site}: {ext16} vs {off} <= {baseline} vs {off} ({num(bl, 0)})",
                            e16, e16 <= bl))
+    # Selective profiling: at a call site switched off, a pair costs what
+    # it costs with profiling off, plus at most 5 (issue 28).
+    tagoff = main(run, "tagoff")
+    for prefix, site in SITES:
+        for op, what in (("pages_o0", "order-0 pair"), ("kmalloc_64", "kmalloc-64 pair")):
+            m = f"{prefix}{op}_pair.p50"
+            t, pn = d(tagoff, m), d(packed_nopf, m)
+            if t is not None and pn is not None:
+                checks.append((f"{what}, {site} switched off: {tagoff} - {packed_nopf} <= 5",
+                               t - pn, t - pn <= 5))
     for prefix, site in SITES:
         m = f"{prefix}kmalloc_64_pair.p50"
         pk, bl = d(packed, m), d(baseline, m)

@@ -102,7 +102,7 @@ config_builds() {
 tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
-	packed) echo baseline packed-refs packed-slab ;;
+	packed) echo baseline packed-refs packed-slab packed-select ;;
 	up) ;;
 	up-packed) echo packed-refs-7.3 ;;
 	up-table) echo packed-refs-7.3:5 ;;

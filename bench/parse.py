@@ -54,6 +54,12 @@ class AllocinfoLine:
     bytes: int
     calls: int
     tag: str
+    # False for a call site switched off (" enabled:no" after the tag,
+    # patches/packed-select); the tag is the same either way.
+    enabled: bool = True
+
+
+DISABLED_MARK = " enabled:no"
 
 
 def allocinfo(text: str) -> list[AllocinfoLine]:
@@ -69,10 +75,27 @@ def allocinfo(text: str) -> list[AllocinfoLine]:
         if len(parts) < 3:
             raise ParseError(f"malformed allocinfo line: {ln!r}")
         try:
-            out.append(AllocinfoLine(int(parts[0]), int(parts[1]), parts[2].strip()))
+            tag = parts[2].strip()
+            enabled = not tag.endswith(DISABLED_MARK)
+            if not enabled:
+                tag = tag[:-len(DISABLED_MARK)]
+            out.append(AllocinfoLine(int(parts[0]), int(parts[1]), tag, enabled))
         except ValueError as e:
             raise ParseError(f"malformed allocinfo line: {ln!r}") from e
     return out
+
+
+CONTROL_HEADER_RE = re.compile(r"# (\d+) call sites off\Z")
+
+
+def allocinfo_control(text: str) -> tuple[int, list[str]]:
+    """/proc/allocinfo_control read back: (the number of call sites off it
+    states, the tags it lists)."""
+    lines = text.splitlines()
+    m = CONTROL_HEADER_RE.match(lines[0]) if lines else None
+    if not m:
+        raise ParseError("not /proc/allocinfo_control output: missing '# N call sites off' header")
+    return int(m.group(1)), [ln.strip() for ln in lines[1:] if ln.strip()]
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ EXPECTED = {
     "cpupid_field_has_one_owner",
     "cpupid_field_starts_clear",
     "page_flags_format_shows_the_index",
+    # patches/packed-select: call sites switched off and on
+    "control_queries_parse",
+    "control_queries_match",
+    "control_switches_sites",
+    "site_off_is_neither_counted_nor_tagged",
 }
 # Only where the index borrows last_cpupid (configs/distro.config).
 CPUPID_ONLY = {"cpupid_field_has_one_owner", "cpupid_field_starts_clear"}

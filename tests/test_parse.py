@@ -44,6 +44,24 @@ def test_allocinfo_entries_and_header_check():
         parse.allocinfo("allocinfo - version: 1.0\nnotanumber 1 x\n")
 
 
+def test_allocinfo_site_switched_off_keeps_its_tag():
+    text = ("allocinfo - version: 1.0\n"
+            "           0        0 mm/foo.c:12 func:foo enabled:no \n"
+            "        4096        1 mm/foo.c:13 func:foo \n")
+    lines = parse.allocinfo(text)
+    assert [(a.tag, a.enabled) for a in lines] == [
+        ("mm/foo.c:12 func:foo", False), ("mm/foo.c:13 func:foo", True)]
+
+
+def test_allocinfo_control_count_and_sites():
+    assert parse.allocinfo_control("# 2 call sites off\nmm/a.c:1 func:a\nx.c:2 [m] func:b\n") == \
+        (2, ["mm/a.c:1 func:a", "x.c:2 [m] func:b"])
+    assert parse.allocinfo_control("# 0 call sites off\n") == (0, [])
+    for bad in ("", "mm/a.c:1 func:a\n", "# x call sites off\n"):
+        with pytest.raises(parse.ParseError):
+            parse.allocinfo_control(bad)
+
+
 def test_meminfo_fields():
     m = parse.meminfo("MemTotal:        1000 kB\nMemFree:  500 kB\nActive(anon): 3 kB\n")
     assert m == {"MemTotal": 1000, "MemFree": 500, "Active(anon)": 3}
