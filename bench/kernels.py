@@ -36,7 +36,7 @@ VARIANTS = REPO / "bench" / "variants"
 # Those in GROUP_ROLES name at most one label per group: the analysis finds
 # "the nopf kernel of this group" through them.
 GROUP_ROLES = ("noprof", "nopf", "pageext", "flags", "flags-nopf", "ext16", "numa",
-               "series", "series-nopf", "series-step", "tagoff")
+               "series", "series-nopf", "series-step", "tagoff", "keyon")
 ROLES = GROUP_ROLES + ("peer", "test", "test-only")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 NONE = "-"

@@ -57,9 +57,13 @@ class AllocinfoLine:
     # False for a call site switched off (" enabled:no" after the tag,
     # patches/packed-select); the tag is the same either way.
     enabled: bool = True
+    # (bytes, calls) charged to a memory cgroup (" accounted:B/C" after the
+    # tag, MEMCG kernels with patches/packed-select), None where not shown.
+    accounted: tuple[int, int] | None = None
 
 
 DISABLED_MARK = " enabled:no"
+ACCOUNTED_RE = re.compile(r" accounted:(-?\d+)/(\d+)\Z")
 
 
 def allocinfo(text: str) -> list[AllocinfoLine]:
@@ -79,9 +83,36 @@ def allocinfo(text: str) -> list[AllocinfoLine]:
             enabled = not tag.endswith(DISABLED_MARK)
             if not enabled:
                 tag = tag[:-len(DISABLED_MARK)]
-            out.append(AllocinfoLine(int(parts[0]), int(parts[1]), tag, enabled))
+            acct = None
+            m = ACCOUNTED_RE.search(tag)
+            if m:
+                acct = (int(m.group(1)), int(m.group(2)))
+                tag = tag[:m.start()]
+            out.append(AllocinfoLine(int(parts[0]), int(parts[1]), tag, enabled, acct))
         except ValueError as e:
             raise ParseError(f"malformed allocinfo line: {ln!r}") from e
+    return out
+
+
+def allocinfo_accounted(text: str) -> dict[str, tuple[int, int]]:
+    """/proc/allocinfo_accounted: {"accounted": (bytes, calls),
+    "unaccounted": (bytes, calls)}."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith("allocinfo_accounted - version:"):
+        raise ParseError("not /proc/allocinfo_accounted output: missing version header")
+    out = {}
+    for ln in lines[1:]:
+        if ln.startswith("#") or not ln.strip():
+            continue
+        parts = ln.split()
+        if len(parts) != 3 or parts[2] not in ("accounted", "unaccounted"):
+            raise ParseError(f"malformed allocinfo_accounted line: {ln!r}")
+        try:
+            out[parts[2]] = (int(parts[0]), int(parts[1]))
+        except ValueError as e:
+            raise ParseError(f"malformed allocinfo_accounted line: {ln!r}") from e
+    if set(out) != {"accounted", "unaccounted"}:
+        raise ParseError(f"allocinfo_accounted without both parts: {sorted(out)}")
     return out
 
 

@@ -53,6 +53,25 @@ def test_allocinfo_site_switched_off_keeps_its_tag():
         ("mm/foo.c:12 func:foo", False), ("mm/foo.c:13 func:foo", True)]
 
 
+def test_allocinfo_accounted_key_and_summary():
+    text = ("allocinfo - version: 1.0\n"
+            "        8192        2 mm/foo.c:12 func:foo accounted:4096/1 \n"
+            "        4096        1 mm/foo.c:13 func:bar accounted:4096/1 enabled:no \n"
+            "        4096        1 mm/foo.c:14 func:baz \n")
+    lines = parse.allocinfo(text)
+    assert [(a.tag, a.accounted, a.enabled) for a in lines] == [
+        ("mm/foo.c:12 func:foo", (4096, 1), True), ("mm/foo.c:13 func:bar", (4096, 1), False),
+        ("mm/foo.c:14 func:baz", None, True)]
+    summary = ("allocinfo_accounted - version: 1.0\n#     <size>  <calls> <part>\n"
+               "     1048576      300 accounted\n    99999999    40000 unaccounted\n")
+    assert parse.allocinfo_accounted(summary) == {"accounted": (1048576, 300),
+                                                  "unaccounted": (99999999, 40000)}
+    for bad in ("", "allocinfo_accounted - version: 1.0\n1 2 accounted\n",
+                "allocinfo_accounted - version: 1.0\nx 2 accounted\n1 2 unaccounted\n"):
+        with pytest.raises(parse.ParseError):
+            parse.allocinfo_accounted(bad)
+
+
 def test_allocinfo_control_count_and_sites():
     assert parse.allocinfo_control("# 2 call sites off\nmm/a.c:1 func:a\nx.c:2 [m] func:b\n") == \
         (2, ["mm/a.c:1 func:a", "x.c:2 [m] func:b"])
