@@ -182,7 +182,8 @@ def test_module_tags_beyond_the_index_space_go_to_a_named_overflow_entry():
     assert all((a.bytes, a.calls) == (0, 0) for a in freed), freed
 
 
-SERIES_NEW_FILES = ("lib/alloc_tag_index.c", "lib/alloc_tag_kunit.c", "mm/alloc_tag_slab_kunit.c")
+SERIES_NEW_FILES = ("lib/alloc_tag_index.c", "lib/alloc_tag_kunit.c", "mm/alloc_tag_slab_kunit.c",
+                    "lib/alloc_tag_control.c")
 
 
 def tags_by_site(b):
