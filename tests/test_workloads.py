@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_every_workload_has_its_settings_and_a_guest_job():
     ws = workloads.workloads()
-    assert set(ws) == {"fio", "mem", "micro", "micro-smp", "stress"}
-    assert {w: ws[w].job for w in ws} == {"fio": "fio", "mem": "mem", "micro": "micro",
+    assert set(ws) == {"fio", "mem", "memcg", "micro", "micro-smp", "stress"}
+    assert {w: ws[w].job for w in ws} == {"fio": "fio", "mem": "mem", "memcg": "memcg", "micro": "micro",
                                           "micro-smp": "micro", "stress": "stress"}
     for w in ws.values():
         assert workloads.NAME.match(w.name) and workloads.JOB_NAME.match(w.job), w
