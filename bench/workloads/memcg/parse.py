@@ -2,8 +2,8 @@
 patches/packed-select: a short stress-ng run in a child memory cgroup,
 run by ./job (memcg.conf).
 
-Files: accounted-start.txt, accounted-run.txt (two seconds of guest time
-into the stress-ng run), accounted-end.txt (/proc/allocinfo_accounted),
+Files: accounted-start.txt, accounted-run.txt (snap_s seconds of guest time
+into the stress-ng run, which lasts run_s), accounted-end.txt (/proc/allocinfo_accounted),
 acct-rc.txt (stress-ng's exit code), allocinfo-run.txt.  Figures: the bytes
 and calls of every call site summed, charged to a memory cgroup
 ("accounted") or not, while stress-ng runs and after it, and the accounted
