@@ -842,7 +842,36 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "MemFree (and in the page_ext bytes the kernel reports), not in MemTotal. MemTotal "
               "falls on every profiling kernel by the growth of the kernel image itself (code, "
               "tag sections, bss), the same with or without page_ext.", ""] + memory_table(rows, run)
+    acct = accounted_table(rows, run)
+    if acct:
+        L += ["## Accounted and unaccounted", "",
+              "/proc/allocinfo_accounted (patches/packed-select, kernels with MEMCG) during and after "
+              "a stress-ng run (fork, open, vm) in a child memory cgroup, `memcg` workload: the bytes "
+              "and calls of every call site summed, charged to a memory cgroup or not. Unaccounted "
+              "kernel memory is what no memcg limit covers; the kernel's own boot-time allocations "
+              "are all unaccounted.", ""] + acct
     return "\n".join(L).rstrip("\n") + "\n"
+
+
+def accounted_table(rows: Summary, run: Run, w: str = "memcg") -> list[str]:
+    """The accounted/unaccounted split per kernel and point of the memcg workload."""
+    body = []
+    for k in run.kernels:
+        if not rows.has_kernel(k, w):
+            continue
+        for point, what in (("run", "while stress-ng runs"), ("end", "after it")):
+            vals = [rows.value(k, w, f"{point}.{m}") for m in
+                    ("accounted_bytes", "accounted_calls", "unaccounted_bytes", "unaccounted_calls")]
+            if any(v is None for v in vals):
+                continue
+            if vals[0] + vals[2] <= 0:
+                raise ValueError(f"{k} / {w} / {point}: no profiled bytes at all")
+            share = vals[0] / (vals[0] + vals[2]) * 100
+            body.append([k, what] + [num(v, 0) for v in vals] + [num(share, 2) + "%"])
+    if not body:
+        return []
+    return table(["Kernel", "When", "Accounted bytes", "Accounted calls", "Unaccounted bytes",
+                  "Unaccounted calls", "Accounted share of bytes"], body)
 
 
 def write(run: Run, summary: Summary, figures: list[Figure], out: Path) -> Path:
