@@ -66,15 +66,19 @@ DISABLED_MARK = " enabled:no"
 ACCOUNTED_RE = re.compile(r" accounted:(-?\d+)/(\d+)\Z")
 
 
+def _data_lines(text: str, header: str, what: str) -> list[str]:
+    """The lines of a /proc file whose first line starts with @header,
+    without that line, comments and blank lines."""
+    lines = text.splitlines()
+    if not lines or not lines[0].startswith(header):
+        raise ParseError(f"not {what} output: missing version header")
+    return [ln for ln in lines[1:] if ln.strip() and not ln.startswith("#")]
+
+
 def allocinfo(text: str) -> list[AllocinfoLine]:
     """Entries of /proc/allocinfo (header lines skipped)."""
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("allocinfo - version:"):
-        raise ParseError("not /proc/allocinfo output: missing version header")
     out = []
-    for ln in lines[1:]:
-        if ln.startswith("#") or not ln.strip():
-            continue
+    for ln in _data_lines(text, "allocinfo - version:", "/proc/allocinfo"):
         parts = ln.split(None, 2)
         if len(parts) < 3:
             raise ParseError(f"malformed allocinfo line: {ln!r}")
@@ -97,13 +101,8 @@ def allocinfo(text: str) -> list[AllocinfoLine]:
 def allocinfo_accounted(text: str) -> dict[str, tuple[int, int]]:
     """/proc/allocinfo_accounted: {"accounted": (bytes, calls),
     "unaccounted": (bytes, calls)}."""
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("allocinfo_accounted - version:"):
-        raise ParseError("not /proc/allocinfo_accounted output: missing version header")
     out = {}
-    for ln in lines[1:]:
-        if ln.startswith("#") or not ln.strip():
-            continue
+    for ln in _data_lines(text, "allocinfo_accounted - version:", "/proc/allocinfo_accounted"):
         parts = ln.split()
         if len(parts) != 3 or parts[2] not in ("accounted", "unaccounted"):
             raise ParseError(f"malformed allocinfo_accounted line: {ln!r}")
@@ -141,13 +140,8 @@ class SlabinfoLine:
 
 def slabinfo(text: str) -> dict[str, SlabinfoLine]:
     """/proc/slabinfo (version 2.1) as {cache name: line}."""
-    lines = text.splitlines()
-    if not lines or not lines[0].startswith("slabinfo - version: 2."):
-        raise ParseError("not /proc/slabinfo output: missing version header")
     out = {}
-    for ln in lines[1:]:
-        if ln.startswith("#") or not ln.strip():
-            continue
+    for ln in _data_lines(text, "slabinfo - version: 2.", "/proc/slabinfo"):
         parts = ln.split()
         try:
             line = SlabinfoLine(parts[0], *(int(x) for x in parts[1:6]))
