@@ -3,13 +3,10 @@ MEMCG: allocations charged to a memory cgroup and uncharged ones from the
 same call sites land in the right part of the counters and go back to zero
 (the guest side is bench/guest/jobs/acct, the module tests/kmod/alloctag_acct)."""
 
-import re
-
 from bench import parse
 from tests.guest import boot
-
-CLEAN_DMESG = ("WARNING:", "BUG:", "alloc_tag was not", "current->alloc_tag not set",
-               "allocated at module unload", "possible circular locking")
+from tests.test_select import problems
+from tests.test_system import module_sites
 
 
 def acct_boot():
@@ -33,23 +30,12 @@ def expected(b):
     return out
 
 
-def sites(b, snap):
-    text = b.file(f"allocinfo-{snap}.txt")
-    assert text, f"no allocinfo snapshot '{snap}' in {b.dir}/result"
-    out = {}
-    for a in parse.allocinfo(text):
-        m = re.search(r"alloctag_acct\.c:(\d+) \[alloctag_acct\]", a.tag)
-        if m:
-            out[int(m.group(1))] = a
-    return out
-
-
 def test_charged_and_uncharged_allocations_of_one_site_are_kept_apart():
     b = acct_boot()
     assert "step alloc" in b.file("steps.txt")
     # The memcg was charged at all (not the root one, which charges nothing).
     assert int(b.file("memcg-current-alloc.txt")) > 0
-    got = sites(b, "alloc")
+    got = module_sites(b, "alloc", "alloctag_acct")
     for line, (site, nbytes, calls, abytes, acalls) in expected(b).items():
         a = got.get(line)
         assert a is not None, f"{site} (line {line}) missing from allocinfo"
@@ -60,12 +46,11 @@ def test_charged_and_uncharged_allocations_of_one_site_are_kept_apart():
 def test_both_parts_go_back_to_zero_when_freed():
     b = acct_boot()
     assert "step free" in b.file("steps.txt") and "step rmmod" in b.file("steps.txt")
-    got = sites(b, "free")
+    got = module_sites(b, "free", "alloctag_acct")
     assert set(got) == set(expected(b))
     for line, a in got.items():
         assert (a.bytes, a.calls, a.accounted) == (0, 0, None), a
-    bad = [ln for ln in b.dmesg.splitlines() if any(s in ln for s in CLEAN_DMESG)]
-    assert not bad, bad
+    assert not problems(b), problems(b)
 
 
 def test_summary_splits_every_site_into_accounted_and_unaccounted():

@@ -15,12 +15,15 @@ KERNEL_SITE = "lib/test_alloc_sites.c:22 func:test_alloc_site_folio"
 BOOT_QUERIES = ('alloc_tag.control="file test_alloc_sites.c func test_alloc_site_folio -p;'
                 'module alloctag_test func site_page2 -p"')
 BAD_BOOT = 'alloc_tag.control="module alloctag_test line 5-1 -p"'
-CLEAN_DMESG = ("WARNING:", "alloc_tag was not", "current->alloc_tag not set",
-               "allocated at module unload", "BUG:")
 
 
-def select_boot():
-    b = boot("select-packed", "packed", job="select", append=BOOT_QUERIES, smp=2)
+def problems(b):
+    """Kernel bug reports (bench/parse.py warnings()) and unload leaks in a boot's log."""
+    return parse.warnings(b.dmesg) + [ln for ln in b.dmesg.splitlines() if "allocated at module unload" in ln]
+
+
+def select_boot(name="select-packed", append=BOOT_QUERIES):
+    b = boot(name, "packed", job="select", append=append, smp=2)
     assert b.ok, b.why()
     assert b.file("job.rc").strip() == "0", f"select job failed, see {b.dir}/result/job.log"
     return b
@@ -100,8 +103,7 @@ def test_switching_under_load_keeps_counts_exact():
     assert b.file("load-rounds.txt").split() == ["200", "0"], b.file("load-rounds.txt")
     assert b.file("load-switches.txt").split() == ["200", "0"], b.file("load-switches.txt")
     check_snapshot(b, "load", freed=True)
-    bad = [ln for ln in b.dmesg.splitlines() if any(s in ln for s in CLEAN_DMESG)]
-    assert not bad, bad
+    assert not problems(b), problems(b)
 
 
 def test_module_unloaded_while_off_and_reloaded_gets_only_the_boot_queries():
@@ -130,10 +132,7 @@ def test_malformed_boot_parameter_is_rejected_and_changes_nothing():
 
 def test_sites_switched_off_in_page_ext16_mode_count_exactly():
     # The same job with 16-bit indices in page_ext instead of page->flags.
-    b = boot("select-packed-ext16", "packed", job="select",
-             append=BOOT_QUERIES + " alloc_tag.page_refs=page_ext16", smp=2)
-    assert b.ok, b.why()
-    assert b.file("job.rc").strip() == "0", f"select job failed, see {b.dir}/result/job.log"
+    b = select_boot("select-packed-ext16", BOOT_QUERIES + " alloc_tag.page_refs=page_ext16")
     assert b.page_refs().mode == "page_ext16"
     check_snapshot(b, "boot-off", off={"page2"})
     check_snapshot(b, "runtime-off", off={"page2", "kmalloc1024"})
@@ -141,5 +140,4 @@ def test_sites_switched_off_in_page_ext16_mode_count_exactly():
     check_snapshot(b, "off-while-live", off={"kmalloc1024"}, freed=True)
     check_snapshot(b, "on-after-alloc", freed=True)
     check_snapshot(b, "load", freed=True)
-    bad = [ln for ln in b.dmesg.splitlines() if any(s in ln for s in CLEAN_DMESG)]
-    assert not bad, bad
+    assert not problems(b), problems(b)

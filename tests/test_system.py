@@ -52,13 +52,13 @@ def matches(check, nbytes, calls, got):
     return check == "any"
 
 
-def module_sites(b, snap):
-    """{line: AllocinfoLine} of the test module's call sites in a snapshot."""
+def module_sites(b, snap, module=MODULE):
+    """{line: AllocinfoLine} of a test module's call sites (module.c) in a snapshot."""
     text = b.file(f"allocinfo-{snap}.txt")
     assert text, f"no allocinfo snapshot '{snap}' in {b.dir}/result"
     out = {}
     for a in parse.allocinfo(text):
-        m = re.search(r"alloctag_test\.c:(\d+) \[" + MODULE + r"\]", a.tag)
+        m = re.search(re.escape(module) + r"\.c:(\d+) \[" + re.escape(module) + r"\]", a.tag)
         if m:
             out[int(m.group(1))] = a
     return out
