@@ -18,7 +18,7 @@ RUN ?=
 A ?=
 B ?=
 # PEER=1 (default) also fetches, builds and benchmarks the upstream peer,
-# Debian's Linux 7.3 (bench/fetch-peer); PEER=0 leaves it out.
+# Debian's Linux 7.3 (bench/build/fetch-peer); PEER=0 leaves it out.
 PEER ?= 1
 # CACHESIM=1 (default) runs the cache model (bench/qemu-plugin) on icount
 # boots; CACHESIM=0 leaves it out.
@@ -54,29 +54,29 @@ TEST_KERNELS := $(shell $(PYTHON) -m bench.kernels variants --test)
 all: kernels
 
 deps:
-	@bench/deps
+	@bench/build/deps
 	@$(MAKE) --no-print-directory -s -C bench/qemu-plugin
 
 kernels: deps
-	@for v in $(BENCH_KERNELS); do bench/build-kernel $$v || exit 1; done
+	@for v in $(BENCH_KERNELS); do bench/build/build-kernel $$v || exit 1; done
 	@if [ "$(PEER)" = 1 ]; then for v in $(PEER_KERNELS); do \
-		bench/build-kernel $$v || { \
+		bench/build/build-kernel $$v || { \
 		echo "warning: upstream peer kernel $$v not built (error above); the bench runs without it" >&2; \
 		break; }; done; fi
 
 test-kernels: deps
-	@for v in $(TEST_KERNELS); do bench/build-kernel $$v || exit 1; done
+	@for v in $(TEST_KERNELS); do bench/build/build-kernel $$v || exit 1; done
 
 modules: kernels
-	@for v in $(BENCH_KERNELS); do bench/build-modules $$v || exit 1; done
+	@for v in $(BENCH_KERNELS); do bench/build/build-modules $$v || exit 1; done
 	@if [ "$(PEER)" = 1 ]; then for v in $(PEER_KERNELS); do \
 		[ -f $(BUILD_DIR)/out/$$v/Module.symvers ] || continue; \
-		bench/build-modules $$v || \
+		bench/build/build-modules $$v || \
 		echo "warning: modules for upstream peer kernel $$v not built (error above)" >&2; \
 		done; fi
 
 initramfs: deps
-	@bench/make-initramfs
+	@bench/boot/make-initramfs
 
 test: deps
 	@tests/run

@@ -30,7 +30,7 @@ from bench import workloads as wl_registry
 
 REPO = Path(__file__).resolve().parent.parent
 TABLE = REPO / "bench" / "kernels"
-VARIANTS = REPO / "bench" / "variants"
+VARIANTS = REPO / "bench" / "build" / "variants"
 
 # Roles a label can play (the header of bench/kernels says what each means).
 # Those in GROUP_ROLES name at most one label per group: the analysis finds
@@ -166,7 +166,7 @@ class Table:
 
 
 def _names(path: Path) -> set[str] | None:
-    """First words of a table file's lines (bench/variants), None if it is absent."""
+    """First words of a table file's lines (bench/build/variants), None if it is absent."""
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -197,7 +197,7 @@ def parse(text: str, source: str = "bench/kernels", variants: set[str] | None = 
             raise KernelsError(f"{where}: label '{label}' already defined on line {seen[label]}")
         seen[label] = n
         if variants is not None and variant not in variants:
-            raise KernelsError(f"{where}: unknown variant '{variant}' of '{label}' (see bench/variants)")
+            raise KernelsError(f"{where}: unknown variant '{variant}' of '{label}' (see bench/build/variants)")
         rs = () if roles == NONE else tuple(roles.split(","))
         for r in rs:
             if r not in ROLES:
@@ -238,7 +238,7 @@ def parse(text: str, source: str = "bench/kernels", variants: set[str] | None = 
 
 
 def read(path: Path = TABLE) -> Table:
-    """bench/kernels of this checkout, checked against bench/variants and
+    """bench/kernels of this checkout, checked against bench/build/variants and
     bench/workloads/."""
     try:
         text = path.read_text()

@@ -1,4 +1,5 @@
-# Shared helpers for the bench/ scripts.  Sourced, not executed.
+# Shared helpers for the scripts of bench/build/, bench/boot/ and tests/.
+# Sourced, not executed.
 # shellcheck shell=sh
 
 : "${BUILD_DIR:=/var/tmp/alloctag-build}"
@@ -6,7 +7,12 @@
 : "${KERNEL_TARBALL:=/usr/src/linux-source-6.12.tar.xz}"
 export BUILD_DIR CCACHE_DIR
 
-REPO=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+# The checkout: the nearest directory at or above the sourcing script's
+# that holds bench/lib.sh (scripts live one or two levels down: tests/run,
+# bench/build/build-kernel, ...).
+REPO=$(CDPATH='' cd -- "$(dirname -- "$0")" && while [ ! -f bench/lib.sh ]; do
+	[ "$PWD" != / ] && cd .. || exit 1; done && pwd) ||
+	{ echo "error: no checkout (bench/lib.sh) above $0" >&2; exit 1; }
 PRISTINE=$BUILD_DIR/linux
 
 die() {
@@ -21,16 +27,16 @@ note() {
 # variant_field NAME FIELD: FIELD 1 = tree, 2.. = config fragments
 variant_tree() {
 	awk -v v="$1" '!/^#/ && $1 == v { print $2; found = 1 } END { exit !found }' \
-		"$REPO/bench/variants"
+		"$REPO/bench/build/variants"
 }
 
 variant_fragments() {
 	awk -v v="$1" '!/^#/ && $1 == v { for (i = 3; i <= NF; i++) print $i }' \
-		"$REPO/bench/variants"
+		"$REPO/bench/build/variants"
 }
 
 all_variants() {
-	awk '!/^#/ && NF { print $1 }' "$REPO/bench/variants"
+	awk '!/^#/ && NF { print $1 }' "$REPO/bench/build/variants"
 }
 
 # kernel_table ARGS...: python3 -m bench.kernels ARGS, the reader of bench/kernels
@@ -94,8 +100,8 @@ config_builds() {
 
 # Series (patch directories) applied for a source tree, in order; "DIR:N"
 # is the first N patches of DIR's series file.  The trees of the upstream
-# peer (Linux 7.3, bench/fetch-peer) start with the benchmark's own test
-# patches named in bench/peer-patches: "up" gets nothing else, "up-packed"
+# peer (Linux 7.3, bench/build/fetch-peer) start with the benchmark's own test
+# patches named in bench/build/peer-patches: "up" gets nothing else, "up-packed"
 # this project's series for 7.3 and "up-table" its first five patches (the
 # fixes, the tag lookup on free, the index constants and the index table,
 # without the inline hooks: the attribution step between the two).
@@ -117,13 +123,13 @@ tree_is_peer() {
 
 # The benchmark's test patches for the peer, written against 6.12.
 peer_patches() {
-	grep -v -e '^#' -e '^[[:space:]]*$' "$REPO/bench/peer-patches" | while read -r p; do
-		[ -f "$REPO/patches/$p" ] || die "bench/peer-patches names missing patch $p"
+	grep -v -e '^#' -e '^[[:space:]]*$' "$REPO/bench/build/peer-patches" | while read -r p; do
+		[ -f "$REPO/patches/$p" ] || die "bench/build/peer-patches names missing patch $p"
 		echo "$REPO/patches/$p"
 	done
 }
 
-# peer_info FIELD: a field of the peer's packages, as bench/fetch-peer records it.
+# peer_info FIELD: a field of the peer's packages, as bench/build/fetch-peer records it.
 peer_info() {
 	"${PYTHON:-/usr/bin/python3}" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
 		"$BUILD_DIR/peer/peer-info.json" "$1"
@@ -131,7 +137,7 @@ peer_info() {
 
 # apply_peer_patch SRC PATCH: apply one of the benchmark's peer patches
 # (written against 6.12) to the git tree SRC with context fuzz and commit it
-# under its subject: how bench/prepare-tree and bench/check-series apply them.
+# under its subject: how bench/build/prepare-tree and bench/build/check-series apply them.
 apply_peer_patch() {
 	patch -d "$1" -p1 -F3 --no-backup-if-mismatch <"$2" && git -C "$1" add -f -A &&
 		git -C "$1" commit -q -m "$(git mailinfo -k /dev/null /dev/null <"$2" | sed -n "s/^Subject: //p")"

@@ -17,14 +17,14 @@ anything boots.  A failed boot is recorded as a failed sample and the run
 goes on; Ctrl-C (or SIGTERM) stops the boots under way and still leaves a
 usable partial run (manifest state "interrupted").
 
---boot SCRIPT boots with SCRIPT, which takes bench/boot's options, instead
-of bench/boot: the tests' stand-in.
+--boot SCRIPT boots with SCRIPT, which takes bench/boot/boot's options, instead
+of bench/boot/boot: the tests' stand-in.
 
 The run's files: start.txt (the checkout's revision at the start),
 kernels.json (bench/kernels as parsed then), configs/ and manifest.json
 (bench/manifest.py), fastpath-insns.csv, peer-missing.txt and peer-info.json
 when there is a peer to speak of, boots.jsonl (one JSON line per boot, in
-the order they end) and boots/<id>/ (what bench/boot left)."""
+the order they end) and boots/<id>/ (what bench/boot/boot left)."""
 
 from __future__ import annotations
 
@@ -240,7 +240,7 @@ def profiling_mode_status(kernel_args: str, result: Path) -> str:
 
 
 def boot_status(rc: int, d: Path, kernel_args: str) -> str:
-    """A boot's status from bench/boot's exit status and what it left in d."""
+    """A boot's status from bench/boot/boot's exit status and what it left in d."""
     status = "ok" if rc == 0 else (_read(d / "status") or "boot-error")
     if status == "ok" and _read(d / "result" / "job.rc") != "0":
         status = "job-failed"
@@ -250,7 +250,7 @@ def boot_status(rc: int, d: Path, kernel_args: str) -> str:
 
 
 def _descendants(root: int) -> list[int]:
-    """Every process below root (bench/boot runs QEMU under timeout(1), which
+    """Every process below root (bench/boot/boot runs QEMU under timeout(1), which
     puts it in a process group of its own)."""
     children: dict[int, list[int]] = {}
     for d in filter(str.isdigit, os.listdir("/proc")):
@@ -305,10 +305,10 @@ class Run:
             _say(f"warning: upstream peer kernels not built, left out: {' '.join(o.peer_missing)} "
                  "(make kernels PEER=1 says why)")
         if self.timing == "auto":
-            p = subprocess.run([str(REPO / "bench/probe-accel")], stdout=subprocess.PIPE, text=True)
+            p = subprocess.run([str(REPO / "bench/boot/probe-accel")], stdout=subprocess.PIPE, text=True)
             self.timing = p.stdout.strip()
             if p.returncode != 0 or self.timing not in TIMINGS[1:]:
-                raise BenchError(f"bench/probe-accel failed (said {self.timing!r})")
+                raise BenchError(f"bench/boot/probe-accel failed (said {self.timing!r})")
         try:
             o.run.mkdir(parents=True)
             (o.run / "boots").mkdir()
@@ -445,8 +445,8 @@ def _interrupt(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench/run-bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--boot", type=Path, default=REPO / "bench/boot",
-                    help="what boots a kernel, with bench/boot's options (default bench/boot)")
+    ap.add_argument("--boot", type=Path, default=REPO / "bench/boot/boot",
+                    help="what boots a kernel, with bench/boot/boot's options (default bench/boot/boot)")
     a = ap.parse_args(argv)
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)

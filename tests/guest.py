@@ -1,4 +1,4 @@
-"""Boot a kernel variant in QEMU through bench/boot and read what it left."""
+"""Boot a kernel variant in QEMU through bench/boot/boot and read what it left."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ BUILD_DIR = Path(os.environ.get("BUILD_DIR", "/var/tmp/alloctag-build"))
 # Where the boots of the tests go; another directory keeps a second checkout's
 # test run off the boots of the first.
 TEST_DIR = Path(os.environ.get("ALLOCTAG_TEST_DIR", BUILD_DIR / "tests"))
-# What boots a kernel: bench/boot, or a fake one in the unit tests of this file.
-BOOT_SCRIPT = Path(os.environ.get("ALLOCTAG_BOOT", REPO / "bench/boot"))
+# What boots a kernel: bench/boot/boot, or a fake one in the unit tests of this file.
+BOOT_SCRIPT = Path(os.environ.get("ALLOCTAG_BOOT", REPO / "bench/boot/boot"))
 # One id per test run: tests/run exports ALLOCTAG_TEST_RUN to its workers;
 # a pytest run by hand has xdist's id for its workers, or one of its own.
 RUN_ID = (os.environ.get("ALLOCTAG_TEST_RUN") or os.environ.get("PYTEST_XDIST_TESTRUNUID")
@@ -87,7 +87,7 @@ def _check_same(name: str, booted: dict, args: dict) -> None:
 
 
 def _run_boot(d: Path, args: dict, timeout: int) -> None:
-    # bench/boot removes an earlier status only once its checks pass: one it
+    # bench/boot/boot removes an earlier status only once its checks pass: one it
     # leaves behind when it stops before (no kernel) must not read as this boot's.
     for old in ("boot.json", "status"):
         (d / old).unlink(missing_ok=True)

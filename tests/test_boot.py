@@ -144,7 +144,7 @@ def test_two_boots_side_by_side_are_byte_identical():
     from tests.guest import REPO, TEST_DIR
 
     dirs = [TEST_DIR / f"replay-{i}" for i in (1, 2)]
-    procs = [subprocess.Popen([str(REPO / "bench/boot"), "-k", "packed", "-j", "smoke",
+    procs = [subprocess.Popen([str(REPO / "bench/boot/boot"), "-k", "packed", "-j", "smoke",
                                "-o", str(d), "-t", "icount", "-w", "600"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
              for d in dirs]

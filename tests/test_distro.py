@@ -19,7 +19,7 @@ OUT_7_3 = BUILD_DIR / "out" / "distro-check-7.3"
 
 def report(tree="packed"):
     out = OUT if tree == "packed" else OUT_7_3
-    r = subprocess.run([str(REPO / "bench/distro-check"), "-t", tree, "-o", str(out)],
+    r = subprocess.run([str(REPO / "bench/build/distro-check"), "-t", tree, "-o", str(out)],
                        capture_output=True, text=True, check=False)
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert r.returncode == 0, errors[-1] if errors else r.stderr[-500:]
@@ -64,15 +64,15 @@ DISTRO = "packed-debug"
 
 
 def variant_fragments(v):
-    for ln in (REPO / "bench/variants").read_text().splitlines():
+    for ln in (REPO / "bench/build/variants").read_text().splitlines():
         f = ln.split()
         if f and not ln.startswith("#") and f[0] == v:
             return f[2:]
-    raise AssertionError(f"variant {v} missing from bench/variants")
+    raise AssertionError(f"variant {v} missing from bench/build/variants")
 
 
 def budget(out, tree="packed"):
-    r = subprocess.run([str(REPO / "bench/flags-budget"), str(BUILD_DIR / "src" / tree), str(out)],
+    r = subprocess.run([str(REPO / "bench/build/flags-budget"), str(BUILD_DIR / "src" / tree), str(out)],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr[-500:]
     return {k: int(v) for k, v in (ln.split("=", 1) for ln in r.stdout.splitlines())}

@@ -1,6 +1,6 @@
 """tests/guest.boot() shares boots between the workers of one test run and
 never hands out a boot made with other arguments or by an earlier run.
-A fake bench/boot (ALLOCTAG_BOOT) counts its calls; no QEMU."""
+A fake bench/boot/boot (ALLOCTAG_BOOT) counts its calls; no QEMU."""
 
 import os
 import re
@@ -15,7 +15,7 @@ from tests import guest
 pytestmark = pytest.mark.unit
 
 FAKE_BOOT = """#!/bin/sh
-# Fake bench/boot: log the call, take long enough for a second caller to
+# Fake bench/boot/boot: log the call, take long enough for a second caller to
 # arrive meanwhile, leave an ok boot in -o DIR.
 dir=
 while getopts k:j:o:m:s:t:a:Tw: opt; do

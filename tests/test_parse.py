@@ -178,7 +178,7 @@ def test_result_channel_detects_truncation_and_corruption(tmp_path, corrupt, sta
     import subprocess
     from tests.guest import REPO
     d = _result_dir(tmp_path, {"job.rc": b"0\n", "dmesg.txt": b"x" * 5000}, corrupt)
-    r = subprocess.run([str(REPO / "bench/check-result"), str(d)], capture_output=True, text=True)
+    r = subprocess.run([str(REPO / "bench/boot/check-result"), str(d)], capture_output=True, text=True)
     assert r.stdout.strip() == status
     assert (r.returncode == 0) == (status == "ok")
     assert (d / "result" / "job.rc").exists() == (status == "ok")
@@ -197,7 +197,7 @@ def test_alloc_bench_zero_clock_or_zero_latency_is_an_error():
 
 @pytest.mark.parametrize("payload,status", [(b"", "no-result"), (b"\xffALLOCTAG-BEGIN\nxx", "no-result")])
 def test_boot_records_a_missing_result_instead_of_dying(tmp_path, payload, status):
-    """bench/boot under a stand-in QEMU that reaches userspace but sends no
+    """bench/boot/boot under a stand-in QEMU that reaches userspace but sends no
     valid result: the boot fails with check-result's verdict in DIR/status
     (it used to end without a status: set -e and a failing assignment)."""
     import os
@@ -221,7 +221,7 @@ def test_boot_records_a_missing_result_instead_of_dying(tmp_path, payload, statu
     env = dict(os.environ, BUILD_DIR=str(build), CACHESIM="0",
                PATH=f"{bin_dir}:{os.environ['PATH']}")
     d = tmp_path / "boot"
-    r = subprocess.run([str(REPO / "bench/boot"), "-k", "off", "-o", str(d), "-t", "icount"],
+    r = subprocess.run([str(REPO / "bench/boot/boot"), "-k", "off", "-o", str(d), "-t", "icount"],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 1
     assert (d / "status").read_text().strip() == status

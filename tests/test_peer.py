@@ -1,4 +1,4 @@
-"""bench/fetch-peer: the upstream peer through a private apt configuration,
+"""bench/build/fetch-peer: the upstream peer through a private apt configuration,
 and its bad inputs as one-line errors.  Needs the Debian mirror (as make
 deps does)."""
 
@@ -12,7 +12,7 @@ from tests.guest import BUILD_DIR, REPO
 
 def fetch(tmp, **env):
     e = dict(os.environ, BUILD_DIR=str(tmp), **env)
-    return subprocess.run([str(REPO / "bench/fetch-peer")], env=e, capture_output=True, text=True,
+    return subprocess.run([str(REPO / "bench/build/fetch-peer")], env=e, capture_output=True, text=True,
                           timeout=600)
 
 

@@ -1,4 +1,4 @@
-"""bench/run_bench.py, the benchmark run loop, with a stand-in for bench/boot
+"""bench/run_bench.py, the benchmark run loop, with a stand-in for bench/boot/boot
 (--boot): no kernel, no QEMU."""
 
 import json
@@ -16,8 +16,8 @@ from bench import kernels, run_bench, workloads
 
 REPO = Path(__file__).resolve().parent.parent
 
-# Takes bench/boot's options and leaves what it leaves.  FAKE_BOOT says how
-# each variant's boots end: "VARIANT=STATUS ..." where STATUS is a bench/boot
+# Takes bench/boot/boot's options and leaves what it leaves.  FAKE_BOOT says how
+# each variant's boots end: "VARIANT=STATUS ..." where STATUS is a bench/boot/boot
 # failure (status file, exit 1), job-failed (job.rc 1), no-status (exit 1, no
 # status file), no-sysctl (profiling switched itself off) or hang (sleeps in
 # a process group of its own, as QEMU under timeout(1) does).  FAKE_DELAY:
@@ -233,7 +233,7 @@ def test_boots_jsonl_has_one_line_per_boot_with_its_fields(bench):
                  "cmdline_extra": "alloc_tag.page_refs=page_ext16 " + s["ARGS"], "status": "ok",
                  "wall_s": b["wall_s"]}
     assert lines[0] == json.dumps(b) and isinstance(b["wall_s"], int)
-    # what bench/boot was asked for
+    # what bench/boot/boot was asked for
     d = bench.dir / "boots" / b["id"]
     assert (d / "argv").read_text().splitlines() == [
         "-k", "packed", "-j", "micro", "-o", str(d), "-m", "1024", "-s", "2", "-t", "icount",
