@@ -84,16 +84,19 @@ test: deps
 bench: modules initramfs
 	@R=$(R) QUICK=$(QUICK) bench/run-bench
 
+PLOTS = $(PYTHON) -m analysis.plots $(if $(filter tcg,$(TIMING)),--allow-tcg)
+
 # Plots the run it made (run-bench names it in RUN_ID_FILE): run ids sort
 # by date, but "-quick" and named runs (RUN_ID=...) do not sort after the
-# newest one.
+# newest one.  No $(MAKE) in this recipe: make runs a line that has one
+# even under "make -n", which would start the whole run.
 bench-all: modules initramfs
 	@f=$$(mktemp) && trap 'rm -f "$$f"' EXIT && \
 	R=$(R) QUICK=$(QUICK) RUN_ID_FILE=$$f bench/run-bench && \
-	$(MAKE) --no-print-directory plots RUN="$$(cat "$$f")"
+	$(PLOTS) "$${RESULTS_DIR:-results}/$$(cat "$$f")"
 
 plots:
-	@$(PYTHON) -m analysis.plots $(if $(filter tcg,$(TIMING)),--allow-tcg) $(if $(RUN),results/$(RUN),results)
+	@$(PLOTS) $(if $(RUN),results/$(RUN),results)
 
 compare:
 	@test -n "$(A)" -a -n "$(B)" || { echo "error: usage: make compare A=<run-id> B=<run-id>" >&2; exit 1; }

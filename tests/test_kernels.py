@@ -177,3 +177,17 @@ def test_run_archives_each_kernels_config(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "up.config.gz" in err and err.count("\n") == 1
     assert gzip.decompress(first).startswith(b"CONFIG_MMU=y")
+
+
+@pytest.mark.unit
+def test_make_n_bench_all_runs_nothing(tmp_path):
+    """make -n is a dry run: a recipe line with $(MAKE) in it is run even
+    under -n, so bench-all must not chain run-bench and the plots through
+    a recursive make on one line (it once booted real guests)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    env.update(BUILD_DIR=str(tmp_path / "build"), RESULTS_DIR=str(tmp_path / "results"))
+    r = subprocess.run(["make", "--no-print-directory", "-n", "bench-all", "PEER=0"],
+                       cwd=REPO, capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "bench/run-bench" in r.stdout and "analysis.plots" in r.stdout
+    assert not (tmp_path / "results").exists() and not (tmp_path / "build" / "out").exists()
