@@ -850,7 +850,33 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "and calls of every call site summed, charged to a memory cgroup or not. Unaccounted "
               "kernel memory is what no memcg limit covers; the kernel's own boot-time allocations "
               "are all unaccounted.", ""] + acct
+    vec = objext_table(rows, run)
+    if vec:
+        L += ["## Slab object extension vectors", "",
+              "The vectors of tag references (and memcg's objcg pointers) that slab keeps per object "
+              "slot, `objext` workload: their bytes and number from /proc/allocinfo's "
+              "alloc_slab_obj_exts() line (the vectors are themselves tagged), and bytes per object "
+              "slot of the caches whose vectors carry a tag (/proc/slabinfo), after boot and after a "
+              "slab-heavy stress-ng run (fork, open, dentry). 8 bytes per slot is a codetag_ref, 16 "
+              "with memcg's objcg next to it; patches/packed-slab keeps a 2-byte index instead.", ""] + vec
     return "\n".join(L).rstrip("\n") + "\n"
+
+
+def objext_table(rows: Summary, run: Run, w: str = "objext") -> list[str]:
+    """Slab vector bytes, vectors and bytes per slot per kernel and point."""
+    body = []
+    for k in run.kernels:
+        if not rows.has_kernel(k, w):
+            continue
+        for point, what in (("boot", "after boot"), ("after", "after stress-ng")):
+            vals = [rows.value(k, w, f"{point}.{m}") for m in
+                    ("objext_bytes", "objext_vectors", "objext_bytes_per_slot")]
+            if any(v is None for v in vals):
+                raise ValueError(f"{k} / {w} / {point}: missing slab vector figures")
+            body.append([k, what, num(vals[0], 0), num(vals[1], 0), num(vals[2], 2)])
+    if not body:
+        return []
+    return table(["Kernel", "When", "Vector bytes", "Vectors", "Bytes per object slot"], body)
 
 
 def accounted_table(rows: Summary, run: Run, w: str = "memcg") -> list[str]:

@@ -17,9 +17,9 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_every_workload_has_its_settings_and_a_guest_job():
     ws = workloads.workloads()
-    assert set(ws) == {"fio", "mem", "memcg", "micro", "micro-smp", "stress"}
+    assert set(ws) == {"fio", "mem", "memcg", "micro", "micro-smp", "objext", "stress"}
     assert {w: ws[w].job for w in ws} == {"fio": "fio", "mem": "mem", "memcg": "memcg", "micro": "micro",
-                                          "micro-smp": "micro", "stress": "stress"}
+                                          "micro-smp": "micro", "objext": "objext", "stress": "stress"}
     for w in ws.values():
         assert workloads.NAME.match(w.name) and workloads.JOB_NAME.match(w.job), w
         assert sorted(w.settings()) == sorted(workloads.SETTINGS), w.conf
@@ -131,3 +131,37 @@ def test_a_new_workload_is_one_folder(tmp_path, monkeypatch):
     finally:
         for name in [n for n in sys.modules if n.startswith("bench.workloads.hello")]:
             del sys.modules[name]
+
+
+def _objext_result(tmp_path, rc="0", boot_bytes=1024, after_bytes=2048, allocinfo=True):
+    from tests.test_parse import SLABINFO
+    res = tmp_path / "b" / "result"
+    res.mkdir(parents=True)
+    (res / "stress-rc.txt").write_text(rc + "\n")
+    for p, n in (("boot", boot_bytes), ("after", after_bytes)):
+        if allocinfo:
+            (res / f"allocinfo-{p}.txt").write_text(
+                "allocinfo - version: 1.0\n"
+                f"        {n}        3 mm/slub.c:2010 func:alloc_slab_obj_exts\n")
+        (res / f"slabinfo-{p}.txt").write_text(SLABINFO)
+    from analysis.load import BootFiles
+    return BootFiles(res, "packed--objext--m1024--r1")
+
+
+@pytest.mark.unit
+def test_objext_reads_both_points_and_fails_loudly(tmp_path):
+    """The objext workload: vector bytes, vectors and object slots after boot
+    and after stress-ng; a failed stress-ng run is an error, a kernel without
+    /proc/allocinfo (or without the vector call site) a warning."""
+    from analysis.load import AnalysisError
+    unit = workloads.unit("objext")
+    warnings: list[str] = []
+    data = unit.load(_objext_result(tmp_path / "ok"), warnings)
+    assert data == {"boot": (1024, 3, 21 + 64), "after": (2048, 3, 21 + 64)} and not warnings
+    with pytest.raises(AnalysisError, match="stress-ng exited with '1'"):
+        unit.load(_objext_result(tmp_path / "rc", rc="1"), warnings)
+    assert unit.load(_objext_result(tmp_path / "off", allocinfo=False), warnings) is None
+    assert len(warnings) == 1 and "no /proc/allocinfo" in warnings[0]
+    r = _objext_result(tmp_path / "nosite")
+    (r.result / "allocinfo-after.txt").write_text("allocinfo - version: 1.0\n        5  1 mm/x.c:1 func:f\n")
+    assert unit.load(r, warnings) is None and "no alloc_slab_obj_exts" in warnings[1]

@@ -250,3 +250,23 @@ def test_talk_table_names_a_kernel_the_run_left_out_instead_of_na(tmp_path):
     talk = md.split("## LSFMM 2024 talk vs this run", 1)[1].split("\n## ", 1)[0]
     assert "| Page allocation, baseline | +40% | not in this run |" in talk
     assert "n/a" not in talk
+
+
+@pytest.mark.unit
+def test_objext_table_rows_and_missing_point_is_an_error():
+    from types import SimpleNamespace
+    from analysis import report, summarize
+
+    def row(k, m, v):
+        return summarize.Row(k, "objext", m, "bytes", v, None, None, None, None, 1, "")
+    rows = [row("baseline", f"{p}.{m}", v) for p in ("boot", "after")
+            for m, v in (("objext_bytes", 8000.0), ("objext_vectors", 10.0), ("objext_bytes_per_slot", 8.0))]
+    rows += [row("packed", f"{p}.{m}", v) for p in ("boot", "after")
+             for m, v in (("objext_bytes", 2000.0), ("objext_vectors", 10.0), ("objext_bytes_per_slot", 2.0))]
+    run = SimpleNamespace(kernels=["off", "baseline", "packed"])
+    out = report.objext_table(summarize.Summary(rows, [], {}), run)
+    body = [ln for ln in out if ln.startswith("| packed") or ln.startswith("| baseline")]
+    assert len(body) == 4 and "| packed | after stress-ng | 2,000 | 10 | 2.00 |" in out
+    with pytest.raises(ValueError, match="packed / objext / after: missing"):
+        report.objext_table(summarize.Summary(rows[:-1], [], {}), run)
+    assert report.objext_table(summarize.Summary([], [], {}), run) == []

@@ -1,0 +1,59 @@
+"""objext: the slab object extension vectors (patches/packed-slab keeps a
+2-byte tag index per object slot in them) after boot and after a
+slab-heavy stress-ng run, run by ./job (objext.conf).
+
+Files: allocinfo-boot.txt, slabinfo-boot.txt, allocinfo-after.txt,
+slabinfo-after.txt, stress-rc.txt (stress-ng's exit code), stress.log.
+Figures, at each point: the vectors' bytes and number (the bytes and calls
+of /proc/allocinfo's alloc_slab_obj_exts() line) and bytes per object slot
+(of the caches whose vectors carry a tag: bench.parse.obj_ext_vectors).
+Kernels without profiling have no /proc/allocinfo, kernels without an
+alloc_slab_obj_exts() call site no line for it: no figures, a warning."""
+
+from __future__ import annotations
+
+from bench.parse import ParseError, allocinfo, obj_ext_vectors, slabinfo
+from bench.workloads import MetricDef
+
+POINTS = ("boot", "after")
+
+
+def load(r, warnings: list[str]) -> dict[str, tuple[int, int, int]] | None:
+    """{point: (bytes, vectors, object slots)}."""
+    rc = r.text("stress-rc.txt").strip()
+    if rc != "0":
+        raise r.error("stress-rc.txt", f"stress-ng exited with {rc!r} (see stress.log)")
+    if not r.exists("allocinfo-boot.txt"):
+        warnings.append(f"boot {r.id}: no /proc/allocinfo (kernel without profiling): "
+                        "no slab vector figures")
+        return None
+    out = {}
+    for p in POINTS:
+        lines = r.parsed(f"allocinfo-{p}.txt", allocinfo)
+        slabs = r.parsed(f"slabinfo-{p}.txt", slabinfo)
+        try:
+            out[p] = obj_ext_vectors(lines, slabs)
+        except ParseError as e:
+            # A kernel whose vectors are not allocated by that function
+            # (Linux 7.0+ may keep them in a slab's leftover space).
+            warnings.append(f"boot {r.id}: allocinfo-{p}.txt: {e}: no slab vector figures")
+            return None
+    return out
+
+
+def figures(c, d) -> None:
+    w = d.boot.workload
+    for p in POINTS:
+        nbytes, vectors, slots = d.data[p]
+        when = "after boot" if p == "boot" else "after the stress-ng run"
+        c.add(d, w, f"{p}.objext_bytes",
+              MetricDef("bytes", rel=("vs_baseline",), note=f"allocinfo alloc_slab_obj_exts(), {when}"),
+              float(nbytes))
+        c.add(d, w, f"{p}.objext_vectors",
+              MetricDef("vectors", note=f"calls of alloc_slab_obj_exts(): one per slab, {when}"),
+              float(vectors))
+        if slots > 0:
+            c.add(d, w, f"{p}.objext_bytes_per_slot",
+                  MetricDef("bytes per object slot",
+                            note=f"objext_bytes / object slots of the caches with tagged vectors, {when}"),
+                  nbytes / slots)
