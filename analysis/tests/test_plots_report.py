@@ -28,11 +28,23 @@ def generated(tmp_path_factory):
     return run, out, first
 
 
-def test_outputs_exist(generated):
-    _, out, first = generated
+def test_outputs_show_the_runs_kernels(generated):
+    """Each figure is a real PNG of a readable size and an SVG whose text
+    (svg.fonttype none) names what the run measured, not only a file."""
+    import json
+    import re
+    import struct
+    run, out, first = generated
+    kernels = json.loads((run / "manifest.json").read_text())["kernels"]
     for name in ("slide", "memory-overhead", "latency-overhead-micro", "latency-overhead-micro-smp",
                  "latency-distribution-micro", "throughput-relative"):
-        assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.svg").stat().st_size > 0
+        png = (out / f"{name}.png").read_bytes()
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png[12:16] == b"IHDR", name
+        w, h = struct.unpack(">II", png[16:24])
+        assert w >= 400 and h >= 200, (name, w, h)
+        texts = {t.strip() for t in re.findall(r"<text[^>]*>([^<]*)</text>", (out / f"{name}.svg").read_text())}
+        # Legends or axes name the kernels (the slide only some of them).
+        assert len(texts & set(kernels)) >= 3 and {"baseline", "packed"} <= texts, (name, sorted(texts))
 
 
 def test_regeneration_is_byte_identical(generated):
