@@ -862,18 +862,25 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     return "\n".join(L).rstrip("\n") + "\n"
 
 
-def objext_table(rows: Summary, run: Run, w: str = "objext") -> list[str]:
-    """Slab vector bytes, vectors and bytes per slot per kernel and point."""
-    body = []
+def _point_rows(rows: Summary, run: Run, w: str, points: tuple[tuple[str, str], ...],
+                metrics: tuple[str, ...]):
+    """(kernel, point label, values) for each kernel with figures in workload
+    w and each of its points; a missing value is an error, not a blank cell."""
     for k in run.kernels:
         if not rows.has_kernel(k, w):
             continue
-        for point, what in (("boot", "after boot"), ("after", "after stress-ng")):
-            vals = [rows.value(k, w, f"{point}.{m}") for m in
-                    ("objext_bytes", "objext_vectors", "objext_bytes_per_slot")]
+        for point, what in points:
+            vals = [rows.value(k, w, f"{point}.{m}") for m in metrics]
             if any(v is None for v in vals):
-                raise ValueError(f"{k} / {w} / {point}: missing slab vector figures")
-            body.append([k, what, num(vals[0], 0), num(vals[1], 0), num(vals[2], 2)])
+                raise ValueError(f"{k} / {w} / {point}: missing {', '.join(metrics)}")
+            yield k, what, vals
+
+
+def objext_table(rows: Summary, run: Run, w: str = "objext") -> list[str]:
+    """Slab vector bytes, vectors and bytes per slot per kernel and point."""
+    body = [[k, what, num(vals[0], 0), num(vals[1], 0), num(vals[2], 2)]
+            for k, what, vals in _point_rows(rows, run, w, (("boot", "after boot"), ("after", "after stress-ng")),
+                                             ("objext_bytes", "objext_vectors", "objext_bytes_per_slot"))]
     if not body:
         return []
     return table(["Kernel", "When", "Vector bytes", "Vectors", "Bytes per object slot"], body)
@@ -882,18 +889,13 @@ def objext_table(rows: Summary, run: Run, w: str = "objext") -> list[str]:
 def accounted_table(rows: Summary, run: Run, w: str = "memcg") -> list[str]:
     """The accounted/unaccounted split per kernel and point of the memcg workload."""
     body = []
-    for k in run.kernels:
-        if not rows.has_kernel(k, w):
-            continue
-        for point, what in (("run", "while stress-ng runs"), ("end", "after it")):
-            vals = [rows.value(k, w, f"{point}.{m}") for m in
-                    ("accounted_bytes", "accounted_calls", "unaccounted_bytes", "unaccounted_calls")]
-            if any(v is None for v in vals):
-                continue
-            if vals[0] + vals[2] <= 0:
-                raise ValueError(f"{k} / {w} / {point}: no profiled bytes at all")
-            share = vals[0] / (vals[0] + vals[2]) * 100
-            body.append([k, what] + [num(v, 0) for v in vals] + [num(share, 2) + "%"])
+    for k, what, vals in _point_rows(rows, run, w, (("run", "while stress-ng runs"), ("end", "after it")),
+                                     ("accounted_bytes", "accounted_calls", "unaccounted_bytes",
+                                      "unaccounted_calls")):
+        if vals[0] + vals[2] <= 0:
+            raise ValueError(f"{k} / {w} / {what}: no profiled bytes at all")
+        share = vals[0] / (vals[0] + vals[2]) * 100
+        body.append([k, what] + [num(v, 0) for v in vals] + [num(share, 2) + "%"])
     if not body:
         return []
     return table(["Kernel", "When", "Accounted bytes", "Accounted calls", "Unaccounted bytes",

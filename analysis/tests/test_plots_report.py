@@ -279,6 +279,6 @@ def test_objext_table_rows_and_missing_point_is_an_error():
     out = report.objext_table(summarize.Summary(rows, [], {}), run)
     body = [ln for ln in out if ln.startswith("| packed") or ln.startswith("| baseline")]
     assert len(body) == 4 and "| packed | after stress-ng | 2,000 | 10 | 2.00 |" in out
-    with pytest.raises(ValueError, match="packed / objext / after: missing"):
+    with pytest.raises(ValueError, match="packed / objext / after: missing objext_bytes"):
         report.objext_table(summarize.Summary(rows[:-1], [], {}), run)
     assert report.objext_table(summarize.Summary([], [], {}), run) == []
