@@ -74,7 +74,11 @@ class Kernel:
         return "test" in self.roles or "test-only" in self.roles
 
     def runs(self, workload: str) -> bool:
-        return self.workloads is None or workload in self.workloads
+        """Whether the label boots the workload: the ones its "@" list names,
+        or without one every workload but those that are opt-in."""
+        if self.workloads is not None:
+            return workload in self.workloads
+        return not wl_registry.get(workload).opt_in
 
     def to_json(self) -> dict:
         d = asdict(self)

@@ -191,3 +191,22 @@ def test_make_n_bench_all_runs_nothing(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "bench/run-bench" in r.stdout and "analysis.plots" in r.stdout
     assert not (tmp_path / "results").exists() and not (tmp_path / "build" / "out").exists()
+
+
+@pytest.mark.unit
+def test_opt_in_workload_runs_only_where_a_label_names_it():
+    """memcg needs MEMCG and patches/packed-select: a label without a
+    workload list must not boot it (every such boot failed in
+    20261207-004054-quick); a label that names it does."""
+    t = kernels.read()
+    assert workloads_opt_in() == {"memcg"}
+    assert not t.get("packed").runs("memcg") and not t.get("off").runs("memcg")
+    assert t.get("packed").runs("objext") and t.get("packed").runs("micro")
+    assert t.get("packed-distro").runs("memcg") and not t.get("packed-distro").runs("stress")
+    r = cli("runs", "packed", "memcg")
+    assert r.returncode == 1
+
+
+def workloads_opt_in():
+    from bench import workloads
+    return {n for n, w in workloads.workloads().items() if w.opt_in}

@@ -22,7 +22,7 @@ def test_every_workload_has_its_settings_and_a_guest_job():
                                           "micro-smp": "micro", "objext": "objext", "stress": "stress"}
     for w in ws.values():
         assert workloads.NAME.match(w.name) and workloads.JOB_NAME.match(w.job), w
-        assert sorted(w.settings()) == sorted(workloads.SETTINGS), w.conf
+        assert sorted(set(w.settings()) - set(workloads.OPTIONAL)) == sorted(workloads.SETTINGS), w.conf
         s = w.settings()
         assert s["TOOLS"] in ("0", "1") and s["SMP"].isdigit() and s["TIMEOUT"].isdigit(), w.conf
         assert s["MEM"].split() and all(m.isdigit() for m in s["MEM"].split()), w.conf
@@ -162,6 +162,9 @@ def test_objext_reads_both_points_and_fails_loudly(tmp_path):
         unit.load(_objext_result(tmp_path / "rc", rc="1"), warnings)
     assert unit.load(_objext_result(tmp_path / "off", allocinfo=False), warnings) is None
     assert len(warnings) == 1 and "no /proc/allocinfo" in warnings[0]
+    r = _objext_result(tmp_path / "nopf")
+    (r.result / "sysctl-mem_profiling").write_text("0\n")
+    assert unit.load(r, warnings) is None and "profiling off at boot" in warnings[-1]
     r = _objext_result(tmp_path / "nosite")
     (r.result / "allocinfo-after.txt").write_text("allocinfo - version: 1.0\n        5  1 mm/x.c:1 func:f\n")
-    assert unit.load(r, warnings) is None and "no alloc_slab_obj_exts" in warnings[1]
+    assert unit.load(r, warnings) is None and "no alloc_slab_obj_exts" in warnings[-1]

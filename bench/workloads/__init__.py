@@ -21,6 +21,12 @@ NAME="value"; Workload.settings() reads them):
     QUICK_ARGS   the same for make bench QUICK=1
     TIMEOUT      seconds before a boot counts as hung
 
+and one that may be left out (default 0):
+
+    OPT_IN       1: only the kernel labels whose "@" list names it boot it
+                 (a workload that needs a feature most kernels lack, such
+                 as memcg); 0: every label without an "@" list boots it
+
 A job's parse.py is imported by analysis/load.py and analysis/summarize.py
 through unit(job); it needs nothing from analysis/ but the two objects they
 hand it:
@@ -54,6 +60,7 @@ from types import ModuleType
 
 DIR = Path(__file__).resolve().parent
 SETTINGS = ("TOOLS", "MEM", "SMP", "ARGS", "QUICK_ARGS", "TIMEOUT")
+OPTIONAL = {"OPT_IN": "0"}
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 JOB_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")  # also a Python package name
 _ASSIGN = re.compile(r"([A-Z_]+)=(.*)\Z")
@@ -77,6 +84,14 @@ class Workload:
     name: str    # the .conf file's name: the workload in results and reports
     job: str     # the folder's name: the guest job it runs
     conf: Path
+
+    @property
+    def opt_in(self) -> bool:
+        """Booted only by labels whose "@" list names it (OPT_IN=1)."""
+        v = self.settings().get("OPT_IN", OPTIONAL["OPT_IN"])
+        if v not in ("0", "1"):
+            raise WorkloadError(f"{self.conf}: OPT_IN={v!r} is not 0 or 1")
+        return v == "1"
 
     @property
     def job_script(self) -> Path:

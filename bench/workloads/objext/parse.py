@@ -7,8 +7,9 @@ slabinfo-after.txt, stress-rc.txt (stress-ng's exit code), stress.log.
 Figures, at each point: the vectors' bytes and number (the bytes and calls
 of /proc/allocinfo's alloc_slab_obj_exts() line) and bytes per object slot
 (of the caches whose vectors carry a tag: bench.parse.obj_ext_vectors).
-Kernels without profiling have no /proc/allocinfo, kernels without an
-alloc_slab_obj_exts() call site no line for it: no figures, a warning."""
+Kernels without profiling have no /proc/allocinfo, kernels booted with
+it off count nothing, kernels without an alloc_slab_obj_exts() call site
+have no line for it: no figures, a warning."""
 
 from __future__ import annotations
 
@@ -26,6 +27,12 @@ def load(r, warnings: list[str]) -> dict[str, tuple[int, int, int]] | None:
     if not r.exists("allocinfo-boot.txt"):
         warnings.append(f"boot {r.id}: no /proc/allocinfo (kernel without profiling): "
                         "no slab vector figures")
+        return None
+    if r.exists("sysctl-mem_profiling") and r.text("sysctl-mem_profiling").strip() == "0":
+        # Nothing is counted, the vectors memcg allocates neither: a 0
+        # there would be no measurement.
+        warnings.append(f"boot {r.id}: profiling off at boot (vm.mem_profiling=0): allocinfo "
+                        "counts no slab vectors; no slab vector figures")
         return None
     out = {}
     for p in POINTS:
