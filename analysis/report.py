@@ -859,8 +859,8 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "slot of the caches whose vectors carry a tag (/proc/slabinfo), after boot and after a "
               "slab-heavy stress-ng run (fork, open, dentry). 8 bytes per slot is a codetag_ref, 16 "
               "with memcg's objcg next to it; patches/packed-slab keeps a 2-byte index instead (2 + 8 "
-              "with memcg). Each vector is one kmalloc() allocation: the bytes include its size "
-              "class's rounding, which 10 bytes per slot meet more often than 8 or 16. Kernels "
+              "with memcg). Each vector is one kmalloc() allocation: the bytes include the rounding "
+              "up to its kmalloc size class. Kernels "
               "booted with profiling off count no vectors and have no row.", ""] + vec
     return "\n".join(L).rstrip("\n") + "\n"
 
