@@ -69,18 +69,30 @@ def figures(c, d) -> None:
 
 def _obj_ext(c, d, w: str) -> None:
     try:
-        nbytes, vectors, slots = obj_ext_vectors(d.allocinfo, d.data.slabinfo)
+        counts = obj_ext_vectors(d.allocinfo, d.data.slabinfo)
     except ParseError as e:
         c.warnings.append(f"boot {d.boot.id}: {e}; slab vector figures left out")
         return
-    c.add(d, w, "objext_bytes", MetricDef("bytes", note="allocinfo alloc_slab_obj_exts()"), float(nbytes))
-    c.add(d, w, "objext_vectors", MetricDef("vectors", note="calls of alloc_slab_obj_exts(): one per slab"),
-          float(vectors))
+    obj_ext_rows(c, d, w, counts)
+
+
+def obj_ext_rows(c, d, w: str, counts: tuple[int, int, int], prefix: str = "", when: str = "",
+                 rel: tuple[str, ...] = ()) -> None:
+    """The slab vector rows of one snapshot, bench.parse.obj_ext_vectors()'s
+    (bytes, vectors, object slots): metrics <prefix>objext_bytes, _vectors and
+    _bytes_per_slot, their notes ending in ", <when>" if given (the objext
+    workload has two snapshots)."""
+    nbytes, vectors, slots = counts
+    at = f", {when}" if when else ""
+    c.add(d, w, f"{prefix}objext_bytes", MetricDef("bytes", rel=rel, note=f"allocinfo alloc_slab_obj_exts(){at}"),
+          float(nbytes))
+    c.add(d, w, f"{prefix}objext_vectors",
+          MetricDef("vectors", note=f"calls of alloc_slab_obj_exts(): one per slab{at}"), float(vectors))
     if slots > 0:
-        c.add(d, w, "objext_bytes_per_slot",
+        c.add(d, w, f"{prefix}objext_bytes_per_slot",
               MetricDef("bytes per object slot",
                         note="objext_bytes / slots (slabinfo num_objs) of caches other than "
-                             "kmalloc-<n>, kmem_cache, kmem_cache_node"),
+                             f"kmalloc-<n>, kmem_cache, kmem_cache_node{at}"),
               nbytes / slots)
 
 

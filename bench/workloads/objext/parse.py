@@ -14,7 +14,7 @@ have no line for it: no figures, a warning."""
 from __future__ import annotations
 
 from bench.parse import ParseError, allocinfo, obj_ext_vectors, slabinfo
-from bench.workloads import MetricDef
+from bench.workloads.mem.parse import obj_ext_rows
 
 POINTS = ("boot", "after")
 
@@ -49,18 +49,6 @@ def load(r, warnings: list[str]) -> dict[str, tuple[int, int, int]] | None:
 
 
 def figures(c, d) -> None:
-    w = d.boot.workload
     for p in POINTS:
-        nbytes, vectors, slots = d.data[p]
-        when = "after boot" if p == "boot" else "after the stress-ng run"
-        c.add(d, w, f"{p}.objext_bytes",
-              MetricDef("bytes", rel=("vs_baseline",), note=f"allocinfo alloc_slab_obj_exts(), {when}"),
-              float(nbytes))
-        c.add(d, w, f"{p}.objext_vectors",
-              MetricDef("vectors", note=f"calls of alloc_slab_obj_exts(): one per slab, {when}"),
-              float(vectors))
-        if slots > 0:
-            c.add(d, w, f"{p}.objext_bytes_per_slot",
-                  MetricDef("bytes per object slot",
-                            note=f"objext_bytes / object slots of the caches with tagged vectors, {when}"),
-                  nbytes / slots)
+        obj_ext_rows(c, d, d.boot.workload, d.data[p], prefix=f"{p}.",
+                     when="after boot" if p == "boot" else "after the stress-ng run", rel=("vs_baseline",))
