@@ -13,6 +13,7 @@ from pathlib import Path
 from analysis import stats
 from analysis.load import Run
 from analysis.summarize import BOOTS_DISAGREE, Row, Summary
+from bench import insn_profile
 from bench.workloads.micro.parse import KERNEL_SITE_PREFIX, Micro
 
 # The group of kernels built with Debian's page->flags layout (bench/kernels).
@@ -633,6 +634,63 @@ def attribution_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     return table(head, body) if body else []
 
 
+FUNCTION_OPS = (("ksite_kmalloc_64", "kmalloc-64, kernel tag"), ("ksite_pages_o0", "order-0 page, kernel tag"),
+                ("cache_192", "kmem_cache 192 B, module tag"))
+
+
+def function_values(rows: Summary, w: str) -> dict[tuple[str, str], dict[str, float]]:
+    """{(kernel, op): {function: instructions per op}} from the fn.<op>.<function>
+    rows; a value the boots disagree on is an error, not a blank cell."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows.rows:
+        if r.workload != w or not r.metric.startswith("fn."):
+            continue
+        op, f = r.metric[3:].split(".", 1)
+        if r.value is None:
+            raise ValueError(f"{r.kernel} / {w} / {r.metric}: no value ({r.note or 'boots disagree'})")
+        out.setdefault((r.kernel, op), {})[f] = r.value
+    return out
+
+
+def function_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    """Where an op's instructions go: per kernel function, each kernel's
+    instructions per op and, in parentheses, the difference to its own off
+    (a function a kernel does not run counts 0).  Only functions some kernel
+    differs in by half an instruction or more."""
+    fv = function_values(rows, w)
+    profiled = {k for k, _ in fv}
+    # kernels with a profile and a profiled off: the table's columns
+    ks = [k for k in run.kernels if k != run.ref(k) and k in profiled and run.ref(k) in profiled]
+    head = ["Op", "Function"] + [f"{k} (vs {run.ref(k)})" for k in ks]
+    body = []
+    for prefix, what in FUNCTION_OPS:
+        for phase in ("alloc", "free"):
+            op = f"{prefix}_{phase}"
+            vals = {k: fv.get((k, op)) for k in ks + [run.ref(k) for k in ks]}
+            if all(v is None for v in vals.values()):
+                continue    # an op this run did not profile
+            missing = [k for k in ks if vals[k] is None or vals[run.ref(k)] is None]
+            if missing:
+                raise ValueError(f"{missing[0]} / {w}: no per-function profile of {op} (or none of "
+                                 f"its {run.ref(missing[0])}), which the other kernels have")
+            cols = ks
+            funcs = sorted({f for k in cols for f in (*vals[k], *vals[run.ref(k)])})
+            diff = {(k, f): vals[k].get(f, 0.0) - vals[run.ref(k)].get(f, 0.0) for k in cols for f in funcs}
+            shown = [f for f in funcs if any(abs(diff[k, f]) >= 0.5 for k in cols)]
+            shown.sort(key=lambda f: (-max(abs(diff[k, f]) for k in cols), f))
+            for f in shown + ["all functions"]:
+                cells = []
+                for k in ks:
+                    if f == "all functions":
+                        v = sum(vals[k].values())
+                        d = v - sum(vals[run.ref(k)].values())
+                    else:
+                        v, d = vals[k].get(f, 0.0), diff[k, f]
+                    cells.append(f"{num(v, 1)} ({signed(d, 1, '')})")
+                body.append([f"{what}, {phase}", f"`{f}`" if f != "all functions" else f] + cells)
+    return table(head, body) if body else []
+
+
 def rows_unit(rows: Summary, w: str) -> str:
     for r in rows.rows:
         if r.workload == w and r.metric.endswith(".p50"):
@@ -785,6 +843,18 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "frees them in allocation order, so their `struct page` and page_ext lines have left "
               "the modelled LLC. `pair` = alloc mean + free mean.", ""] + ct
         L += cache_targets(rows, run)
+    ft = function_table(rows, run)
+    if ft:
+        L += ["## Where the instructions go: per kernel function (micro, hot loop)", "",
+              "Instructions per op in each kernel function, from the PCs the cache model "
+              "counted inside the op's windows (`insn-profile.csv` of each micro boot, "
+              "`bench/insn_profile.py`), and in parentheses the difference to the kernel's "
+              "own `off`. Code inlined into a function counts as that function's: the slab "
+              "tag hooks are inside `__kmalloc_noprof()`, `kfree()`, `kmem_cache_alloc_noprof()` "
+              "and `kmem_cache_free()`; the call site's `current->alloc_tag` save and restore is "
+              "in the caller (`test_alloc_site_*`, `[module]` for module code). Functions with "
+              f"under {insn_profile.MIN_INSNS} instructions per op are not recorded; only "
+              "functions where some kernel differs by 0.5 or more are shown.", ""] + ft
     pt = peer_table(rows, run)
     if pt:
         L += ["## Upstream side by side: Linux 7.3 (6.13+ compressed page tags)", "",

@@ -10,6 +10,12 @@ difference between two kernels shows where added instructions come from:
 OP is an alloc_bench op and phase, e.g. ksite_pages_o0_alloc.  PCs outside
 the kernel image (module code) are summed as "[module]".
 
+bench/run_bench.py boots the micro job with pcs= and keeps, instead of the
+PCs (megabytes per boot), the table of the ops in PROFILED_OPS
+(write_table(): insn-profile.csv, "op,function,instructions", functions
+with at least MIN_INSNS instructions per op), which report.md's "Where the
+instructions go" table reads.
+
 A missing or malformed input (boot directory, alloc_bench.csv, cachesim.csv,
 pcs.csv, System.map) is one line "insn_profile: <what> <path>: <reason>" on
 stderr and exit status 1; a bad argument, exit status 2.
@@ -64,53 +70,95 @@ def load_map(path: Path) -> tuple[list[int], list[str]]:
     return [a for a, _ in syms], [n for _, n in syms]
 
 
-def window_pcs(path: Path, label: int) -> dict[int, int]:
-    """pcs.csv (the plugin's pcs= file): {pc: count} of one window label."""
+def window_pcs(path: Path) -> dict[int, dict[int, int]]:
+    """pcs.csv (the plugin's pcs= file): {window label: {pc: count}}."""
     lines = read_input("pcs.csv", path).splitlines()
     if not lines or lines[0].strip() != "label,pc,count":
         raise InputError("pcs.csv", path, "no 'label,pc,count' header")
-    out: dict[int, int] = defaultdict(int)
+    out: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     for n, ln in enumerate(lines[1:], 2):
         parts = ln.split(",")
         try:
             if len(parts) != 3:
                 raise ValueError
-            if int(parts[0]) == label:
-                out[int(parts[1], 16)] += int(parts[2])
+            out[int(parts[0])][int(parts[1], 16)] += int(parts[2])
         except ValueError:
             raise InputError("pcs.csv", path, f"line {n}: malformed line: {ln!r}") from None
     return out
 
 
+class Boot:
+    """One boot's op labels, windows per label and PCs, with a System.map."""
+
+    def __init__(self, boot: Path, system_map: Path):
+        if not boot.is_dir():
+            e = errno.ENOTDIR if boot.exists() else errno.ENOENT
+            raise InputError("boot directory", boot, os.strerror(e))
+        self.boot = boot
+        self.bench = boot / "result" / "alloc_bench.csv"
+        self.ops = micro.bench_labels(read_input("alloc_bench.csv", self.bench))
+        p = boot / "cachesim.csv"
+        try:
+            _, self.by_label = parse.cachesim(read_input("cachesim.csv", p))
+        except parse.ParseError as e:
+            raise InputError("cachesim.csv", p, str(e)) from None
+        self.addrs, self.names = load_map(system_map)
+        self.pcs = window_pcs(boot / "pcs.csv")
+
+    def label(self, op: str) -> int | None:
+        labels = [lb for lb in range(1 << 16) if micro.window_name(lb, self.ops) == op]
+        return labels[0] if labels else None
+
+    def profile(self, op: str) -> tuple[dict[str, float], int]:
+        """{function: instructions per window} and the number of windows."""
+        label = self.label(op)
+        if label is None:
+            raise InputError("alloc_bench.csv", self.bench, f"no window label for op {op!r}")
+        if "insns" not in self.by_label.get(label, {}):
+            raise InputError("cachesim.csv", self.boot / "cachesim.csv",
+                             f"no windows of op {op!r} (window label {label})")
+        windows = self.by_label[label]["insns"].count
+        pcs = self.pcs.get(label)
+        if not pcs:
+            raise InputError("pcs.csv", self.boot / "pcs.csv", f"no PCs of op {op!r} (window label {label})")
+        addrs, names = self.addrs, self.names
+        lo, hi = addrs[0], addrs[-1]
+        out: dict[str, float] = defaultdict(float)
+        for pc, count in pcs.items():
+            name = names[bisect.bisect_right(addrs, pc) - 1] if lo <= pc <= hi else "[module]"
+            out[name] += count / windows
+        return out, windows
+
+
 def profile(boot: Path, system_map: Path, op: str) -> tuple[dict[str, float], int]:
     """{function: instructions per window} and the number of windows."""
-    if not boot.is_dir():
-        e = errno.ENOTDIR if boot.exists() else errno.ENOENT
-        raise InputError("boot directory", boot, os.strerror(e))
-    p = boot / "result" / "alloc_bench.csv"
-    ops = micro.bench_labels(read_input("alloc_bench.csv", p))
-    labels = [lb for lb in range(1 << 16) if micro.window_name(lb, ops) == op]
-    if not labels:
-        raise InputError("alloc_bench.csv", p, f"no window label for op {op!r}")
-    label = labels[0]
-    p = boot / "cachesim.csv"
-    try:
-        _, by_label = parse.cachesim(read_input("cachesim.csv", p))
-    except parse.ParseError as e:
-        raise InputError("cachesim.csv", p, str(e)) from None
-    if "insns" not in by_label.get(label, {}):
-        raise InputError("cachesim.csv", p, f"no windows of op {op!r} (window label {label})")
-    windows = by_label[label]["insns"].count
-    addrs, names = load_map(system_map)
-    pcs = window_pcs(boot / "pcs.csv", label)
-    if not pcs:
-        raise InputError("pcs.csv", boot / "pcs.csv", f"no PCs of op {op!r} (window label {label})")
-    lo, hi = addrs[0], addrs[-1]
-    out: dict[str, float] = defaultdict(float)
-    for pc, count in pcs.items():
-        name = names[bisect.bisect_right(addrs, pc) - 1] if lo <= pc <= hi else "[module]"
-        out[name] += count / windows
-    return out, windows
+    return Boot(boot, system_map).profile(op)
+
+
+# The single-CPU hot-loop ops of the page, kmalloc and kmem_cache paths, at
+# both call sites: what report.md attributes to functions.
+PROFILED_OPS = re.compile(r"(ksite_)?(pages_o0|kmalloc_64|cache_192)_(alloc|free)")
+# Functions with fewer instructions per op are left out of insn-profile.csv
+# (timer interrupts that hit a few windows).
+MIN_INSNS = 0.25
+
+
+def write_table(boot: Path, system_map: Path, out: Path) -> int:
+    """insn-profile.csv of every op of PROFILED_OPS the boot ran; the number
+    of ops.  Written whole or not at all."""
+    b = Boot(boot, system_map)
+    lines = ["op,function,instructions"]
+    ops = sorted(op for op in (micro.window_name(lb, b.ops) for lb in b.by_label)
+                 if op and PROFILED_OPS.fullmatch(op))
+    for op in ops:
+        prof, _ = b.profile(op)
+        for f, v in sorted(prof.items(), key=lambda fv: (-fv[1], fv[0])):
+            if v >= MIN_INSNS:
+                lines.append(f"{op},{f},{v:.2f}")
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("\n".join(lines) + "\n")
+    tmp.replace(out)
+    return len(ops)
 
 
 def main(argv: list[str]) -> int:

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
+from bench import insn_profile
 from bench import kernels as ktable
 from bench import manifest
 from bench import workloads as wl_registry
@@ -360,9 +361,20 @@ class Run:
                "-o", str(o.run / "boots" / b.id), "-m", str(b.mem), "-s", str(b.smp),
                "-t", self.timing, "-w", b.timeout, *(["-T"] if b.tools else []), "-a", b.cmdline_extra]
         t0 = int(time.time())
+        env = None
+        if self.profiles(b):
+            # Where the instructions of each op go: the plugin's PCs per window,
+            # turned into insn-profile.csv when the boot ends.
+            pcs = f"pcs={o.run / 'boots' / b.id / 'pcs.csv'}"
+            extra = os.environ.get("CACHESIM_ARGS", "")
+            env = dict(os.environ, CACHESIM_ARGS=f"{extra},{pcs}" if extra else pcs)
         # A session of its own: Ctrl-C reaches the run loop only, which stops the boots.
-        proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL, start_new_session=True, env=env)
         self.running.append(Running(b, proc, t0))
+
+    def profiles(self, b: Boot) -> bool:
+        """Whether boot b records its PCs: micro boots with the cache model."""
+        return b.workload.job == "micro" and self.timing == "icount" and self.o.cachesim == "1"
 
     def ended(self, r: Running) -> None:
         """A boot's status and its line in boots.jsonl (one short append)."""
@@ -372,6 +384,14 @@ class Run:
             _say(f"    [{b.seq}/{len(self.boots)}] failed: {status} "
                  f"(see results/{self.o.run_id}/boots/{b.id}/console.log)")
         (d / "result.tar").unlink(missing_ok=True)
+        pcs = d / "pcs.csv"
+        if status == "ok" and pcs.exists():
+            smap = self.o.build_dir / "out" / b.kernel.variant / "System.map"
+            try:
+                insn_profile.write_table(d, smap, d / "insn-profile.csv")
+            except insn_profile.InputError as e:
+                _say(f"    [{b.seq}/{len(self.boots)}] warning: no insn-profile.csv: {e}")
+        pcs.unlink(missing_ok=True)
         with (self.o.run / "boots.jsonl").open("a") as f:
             f.write(json.dumps(b.record(status, int(time.time()) - r.t0)) + "\n")
         self.statuses.append(status)

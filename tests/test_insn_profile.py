@@ -92,6 +92,23 @@ def test_malformed_input_is_one_line(boot, name, text, what, reason):
     assert r.stderr == f"insn_profile: {what} {boot}/{name}: {reason}\n"
 
 
+def test_table_of_the_profiled_ops(boot, tmp_path):
+    """write_table(): every op of PROFILED_OPS with windows, its functions by
+    instructions, those under MIN_INSNS left out; nothing written on error."""
+    from bench import insn_profile
+    (boot / "pcs.csv").write_text(PCS + "0,0xffffffff81000200,2\n")   # 0.2 per op in _etext
+    out = tmp_path / "insn-profile.csv"
+    assert insn_profile.write_table(boot, tmp_path / "System.map", out) == 2
+    assert out.read_text() == ("op,function,instructions\nksite_pages_o0_alloc,__free_pages,50.00\n"
+                               "pages_o0_alloc,__free_pages,20.00\npages_o0_alloc,___free_pages,12.00\n"
+                               "pages_o0_alloc,[module],8.00\n")
+    out.unlink()
+    (boot / "pcs.csv").write_text(PCS + "0,zzz,1\n")
+    with pytest.raises(insn_profile.InputError, match="malformed line"):
+        insn_profile.write_table(boot, tmp_path / "System.map", out)
+    assert list(tmp_path.glob("insn-profile.csv*")) == []
+
+
 def test_argument_without_system_map_is_one_line(boot):
     r = profile(str(boot))
     assert r.returncode == 2 and r.stdout == ""

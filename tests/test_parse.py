@@ -1,6 +1,7 @@
 """The parsers of guest output (bench/parse.py, bench/workloads/<job>/parse.py)
 read the guest's files correctly and reject bad ones."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -361,3 +362,24 @@ def test_slabinfo_and_obj_ext_vectors_reject_bad_input():
         parse.slabinfo("slabinfo - version: 2.1\nfoo 1 2 x 4 5\n")
     with pytest.raises(parse.ParseError, match="no alloc_slab_obj_exts"):
         parse.obj_ext_vectors([], parse.slabinfo(SLABINFO))
+
+
+@pytest.mark.parametrize("text, err", [
+    ("op,function,instructions\nkmalloc_64_alloc,kfree,1.5\nkmalloc_64_alloc,__kmalloc_noprof,70.00\n", None),
+    ("function,instructions\nkfree,1\n", "no 'op,function,instructions' header"),
+    ("op,function,instructions\n", "no functions"),
+    ("op,function,instructions\nkmalloc_64_alloc,kfree,x\n", "line 2: malformed line: 'kmalloc_64_alloc,kfree,x'"),
+    ("op,function,instructions\nkmalloc_64_alloc,kfree,0\n", "line 2: malformed line"),
+    ("op,function,instructions\nkmalloc_64_alloc,kfree,nan\n", "line 2: malformed line"),
+    ("op,function,instructions\na,kfree,1\na,kfree,2\n", "line 3: malformed line: 'a,kfree,2'"),
+    ("op,function,instructions\n,kfree,1\n", "line 2: malformed line"),
+])
+def test_insn_profile_csv(text, err):
+    """insn-profile.csv (bench/insn_profile.write_table): one value per op and
+    function, positive; anything else names its line."""
+    from bench.workloads.micro.parse import insn_profile
+    if err is None:
+        assert insn_profile(text) == {"kmalloc_64_alloc": {"kfree": 1.5, "__kmalloc_noprof": 70.0}}
+        return
+    with pytest.raises(parse.ParseError, match=re.escape(err)):
+        insn_profile(text)

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 # failure (status file, exit 1), job-failed (job.rc 1), no-status (exit 1, no
 # status file), no-sysctl (profiling switched itself off) or hang (sleeps in
 # a process group of its own, as QEMU under timeout(1) does).  FAKE_DELAY:
-# seconds each boot takes.
+# seconds each boot takes.  Asked for PCs (CACHESIM_ARGS pcs=), a boot copies
+# the files of fake/pcs-boot/ (a micro boot with its PCs) into its directory.
 FAKE_BOOT = r"""#!/bin/sh
 dir= variant=
 while getopts k:j:o:m:s:t:a:Tw: opt; do
@@ -37,6 +38,10 @@ echo "fake $*" >"$dir/qemu-cmdline"
 echo 0 >"$dir/result/job.rc"
 echo 1 >"$dir/result/sysctl-mem_profiling"
 echo 1 >"$dir/result/sysctl-mem_profiling_compressed"
+echo "${CACHESIM_ARGS:-}" >"$dir/cachesim-args"
+case ${CACHESIM_ARGS:-} in
+*pcs="$dir/pcs.csv"*) [ ! -d "$here/pcs-boot" ] || cp -r "$here/pcs-boot/." "$dir/" ;;
+esac
 [ -z "${FAKE_DELAY:-}" ] || sleep "$FAKE_DELAY"
 how=ok
 for x in ${FAKE_BOOT:-}; do [ "${x%%=*}" = "$variant" ] && how=${x#*=}; done
@@ -269,6 +274,35 @@ def test_failed_boots_are_recorded_and_the_run_goes_on(bench, tmp_path):
     assert "    [2/6] failed: timeout (see results/t/boots/baseline--micro--m1024--r1/console.log)" in err
     assert re.fullmatch(r">>> run t: 6 boots, 5 failed, \d+s", err[-2]), err
     assert err[-1] == "warning: 5 boots failed; they are recorded in results/t/boots.jsonl"
+
+
+def test_micro_boots_keep_a_function_profile_instead_of_their_pcs(bench):
+    from tests.test_insn_profile import ALLOC_BENCH, CACHESIM, PCS, SYSTEM_MAP
+    src = bench.fake / "pcs-boot"
+    (src / "result").mkdir(parents=True)
+    (src / "result" / "alloc_bench.csv").write_text(ALLOC_BENCH)
+    (src / "cachesim.csv").write_text(CACHESIM)
+    (src / "pcs.csv").write_text(PCS)
+    (bench.build / "out" / "packed").mkdir(parents=True)
+    (bench.build / "out" / "packed" / "System.map").write_text(SYSTEM_MAP)
+    r = bench(KERNELS="off packed", WORKLOADS="micro", CACHESIM="1", CACHESIM_ARGS="l1=32K/8")
+    assert r.returncode == 0, r.stderr
+    d = bench.dir / "boots" / "packed--micro--m1024--r1"
+    assert (d / "cachesim-args").read_text() == f"l1=32K/8,pcs={d}/pcs.csv\n"
+    assert not (d / "pcs.csv").exists()
+    assert (d / "insn-profile.csv").read_text() == (
+        "op,function,instructions\nksite_pages_o0_alloc,__free_pages,50.00\n"
+        "pages_o0_alloc,__free_pages,20.00\npages_o0_alloc,___free_pages,12.00\npages_o0_alloc,[module],8.00\n")
+    # no System.map for off: a warning, and neither a profile nor the PCs are left
+    o = bench.dir / "boots" / "off--micro--m1024--r1"
+    assert not (o / "pcs.csv").exists() and not (o / "insn-profile.csv").exists()
+    assert (f"    [1/2] warning: no insn-profile.csv: System.map {bench.build}/out/off/System.map: "
+            "No such file or directory") in r.stderr.splitlines()
+    # without the cache model no PCs are asked for
+    r = bench(KERNELS="packed", WORKLOADS="micro", CACHESIM="0", RUN_ID="t0")
+    assert r.returncode == 0, r.stderr
+    d = bench.dir.parent / "t0" / "boots" / "packed--micro--m1024--r1"
+    assert (d / "cachesim-args").read_text() == "\n" and not (d / "insn-profile.csv").exists()
 
 
 def test_every_boot_failed_is_an_error(bench):

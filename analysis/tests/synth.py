@@ -136,6 +136,22 @@ def _cachesim(k: str) -> str:
     return "\n".join(out) + "\n# end\n"
 
 
+# insn-profile.csv: the kmalloc-64 hot loop at a kernel call site, off's
+# functions plus what each kernel adds (bench/insn_profile.write_table)
+FN_HOOK = {"off": 0.0, "up-off": 0.0, "baseline": 40.0, "packed": 20.0}
+
+
+def _insn_profile(k: str) -> str:
+    add = FN_HOOK.get(k, 10.0)
+    rows = [("ksite_kmalloc_64_alloc", "__kmalloc_noprof", 71.0 + add),
+            ("ksite_kmalloc_64_alloc", "test_alloc_site_kmalloc", 2.0 + (add and 11.0)),
+            ("ksite_kmalloc_64_free", "kfree", 52.0 + add),
+            ("ksite_kmalloc_64_free", "[module]", 14.0)]
+    if add >= 40.0:
+        rows.append(("ksite_kmalloc_64_free", "__alloc_tag_sub", 0.5))
+    return "op,function,instructions\n" + "".join(f"{op},{f},{v:.2f}\n" for op, f, v in rows)
+
+
 def _stress_yaml(s: str, wall: float) -> str:
     return ("---\nsystem-info:\n      stress-ng-version: 0.15.06\n      run-by: root\n\n"
             f"metrics:\n    - stressor: {s}\n      bogo-ops: 1000\n"
@@ -221,6 +237,8 @@ def make_run(root: Path, spec: Spec | None = None) -> Path:
                         if spec.cache and w == "micro":
                             (run / "boots" / bid / "cachesim.csv").write_text(
                                 _cachesim(spec.data_of.get(label, label)))
+                            (run / "boots" / bid / "insn-profile.csv").write_text(
+                                _insn_profile(spec.data_of.get(label, label)))
                     else:
                         (run / "boots" / bid).mkdir()
     variants = sorted({variant.get(k, k) for k in spec.kernels})

@@ -177,6 +177,36 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    fn = md.split("## Where the instructions go", 1)[1].split("\n## ", 1)[0]
+    assert "| Op | Function | baseline (vs off) | baseline-nopf (vs off) | packed (vs off) |" in fn
+    assert ("| kmalloc-64, kernel tag, alloc | `__kmalloc_noprof` | 111.0 (+40.0) | 81.0 (+10.0) | "
+            "91.0 (+20.0) |") in fn
+    # a function one kernel does not run counts 0; one no kernel differs in is left out
+    assert "| kmalloc-64, kernel tag, free | `__alloc_tag_sub` | 0.5 (+0.5) | 0.0 (0.0) | 0.0 (0.0) |" in fn
+    assert "| `[module]` |" not in fn
+    assert "| kmalloc-64, kernel tag, free | all functions | 106.5 (+40.5) |" in fn
+    assert "up-compressed (vs up-off)" in fn and "page, kernel tag" not in fn
+
+
+@pytest.mark.unit
+def test_function_table_missing_op_is_an_error():
+    from types import SimpleNamespace
+    from analysis import report, summarize
+
+    def row(k, op, f, v):
+        return summarize.Row(k, "micro", f"fn.{op}.{f}", "instructions", v, None, None, None, None, 1, "")
+    rows = [row(k, op, "kfree" if op.endswith("free") else "__kmalloc_noprof", v)
+            for k, v in (("off", 50.0), ("packed", 70.0)) for op in ("ksite_kmalloc_64_alloc", "ksite_kmalloc_64_free")]
+    run = SimpleNamespace(kernels=["off", "packed"], ref=lambda k: "off")
+    out = report.function_table(summarize.Summary(rows, [], {}), run)
+    assert "| kmalloc-64, kernel tag, free | `kfree` | 70.0 (+20.0) |" in out
+    with pytest.raises(ValueError, match="packed / micro: no per-function profile of ksite_kmalloc_64_free"):
+        report.function_table(summarize.Summary(rows[:-1], [], {}), run)
+    none = summarize.Row("packed", "micro", "fn.ksite_kmalloc_64_free.kfree", "instructions", None,
+                         None, None, None, None, 2, "boots disagree")
+    with pytest.raises(ValueError, match="packed / micro / fn.ksite_kmalloc_64_free.kfree: no value"):
+        report.function_table(summarize.Summary(rows[:-1] + [none], [], {}), run)
+    assert report.function_table(summarize.Summary([], [], {}), run) == []
 
 
 def test_static_counts_of_runs_without_symbols_column(tmp_path):

@@ -3,9 +3,12 @@ run by ./job; micro.conf on one vCPU, micro-smp.conf on every vCPU at once.
 
 Files: result/alloc_bench.csv (/proc/alloc_bench), and on icount boots with
 the cache model cachesim.csv next to result/ (bench/qemu-plugin), whose
-window labels name alloc_bench ops.  Figures: per op and phase min, p50,
-p90, p99, mean, max and outliers in guest time units; parallel.* for the
-per-CPU lines; cache.* from the cache model."""
+window labels name alloc_bench ops, and insn-profile.csv, the
+instructions of the hot-loop ops per kernel function (bench/insn_profile.py,
+written by bench/run_bench.py).  Figures: per op and phase min, p50, p90,
+p99, mean, max and outliers in guest time units; parallel.* for the per-CPU
+lines; cache.* from the cache model; fn.<op>.<function> from
+insn-profile.csv."""
 
 from __future__ import annotations
 
@@ -94,6 +97,31 @@ def call_site(op: str) -> str:
     return "kernel tag call site" if op.startswith(KERNEL_SITE_PREFIX) else "module tag call site"
 
 
+INSN_PROFILE_HEADER = "op,function,instructions"
+
+
+def insn_profile(text: str) -> dict[str, dict[str, float]]:
+    """insn-profile.csv: {op: {function: instructions per op}}."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != INSN_PROFILE_HEADER:
+        raise ParseError(f"no {INSN_PROFILE_HEADER!r} header")
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for n, ln in enumerate(lines[1:], 2):
+        parts = ln.split(",")
+        try:
+            if len(parts) != 3 or not parts[0] or not parts[1] or parts[1] in out[parts[0]]:
+                raise ValueError
+            v = float(parts[2])
+            if not v > 0:
+                raise ValueError
+        except ValueError:
+            raise ParseError(f"line {n}: malformed line: {ln!r}") from None
+        out[parts[0]][parts[1]] = v
+    if not out:
+        raise ParseError("no functions")
+    return dict(out)
+
+
 # --- one boot ---------------------------------------------------------------
 
 @dataclass
@@ -102,6 +130,8 @@ class Micro:
     # cache model: {op_phase: {metric: stats}}, and its parameters
     cache: dict[str, dict[str, CacheStat]] | None = None
     cache_params: dict[str, str] = field(default_factory=dict)
+    # insn-profile.csv: {op: {function: instructions per op}}
+    functions: dict[str, dict[str, float]] | None = None
 
 
 def load(r, warnings: list[str]) -> Micro:
@@ -119,6 +149,8 @@ def load(r, warnings: list[str]) -> Micro:
             if name is None:
                 raise cs.error("cachesim.csv", f"window label {label} is not an op of alloc_bench.csv")
             d.cache[name] = stats
+    if cs.exists("insn-profile.csv"):
+        d.functions = cs.parsed("insn-profile.csv", insn_profile)
     return d
 
 
@@ -128,6 +160,8 @@ def figures(c, d) -> None:
     _latency(c, d)
     if d.data.cache:
         _cache(c, d)
+    if d.data.functions:
+        _functions(c, d)
 
 
 def _latency(c, d) -> None:
@@ -154,6 +188,15 @@ def _latency(c, d) -> None:
             c.add(d, w, f"parallel.{op}.{f}",
                   MetricDef(unit, True, ("overhead",) if f == "p50" else (),
                             "all CPUs at once; per boot the mean over CPUs"), v)
+
+
+def _functions(c, d) -> None:
+    """Instructions per op in each kernel function (insn-profile.csv)."""
+    w = d.boot.workload
+    mdef = MetricDef("instructions", False, (), "per kernel function, from the cache model's PCs")
+    for op, funcs in d.data.functions.items():
+        for f, v in funcs.items():
+            c.add(d, w, f"fn.{op}.{f}", mdef, v)
 
 
 def _cache(c, d) -> None:
