@@ -692,8 +692,10 @@ def function_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
 
 
 def rows_unit(rows: Summary, w: str) -> str:
+    """The unit of workload w's timed ops (<op>.p50), not of the cache
+    model's or the function profiles' rows (cache.*, fn.*)."""
     for r in rows.rows:
-        if r.workload == w and r.metric.endswith(".p50"):
+        if r.workload == w and r.metric.endswith(".p50") and r.metric.count(".") == 1:
             return r.unit
     return "?"
 

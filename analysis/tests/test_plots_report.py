@@ -177,6 +177,9 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    # the timed ops' unit heads the p50 tables, not the cache model's
+    assert "| Operation | Call site | Phase | off p50 (instructions) |" in md
+    assert "p50 (cycles (model))" not in md
     fn = md.split("## Where the instructions go", 1)[1].split("\n## ", 1)[0]
     assert "| Op | Function | baseline (vs off) | baseline-nopf (vs off) | packed (vs off) |" in fn
     assert ("| kmalloc-64, kernel tag, alloc | `__kmalloc_noprof` | 111.0 (+40.0) | 81.0 (+10.0) | "
