@@ -177,6 +177,8 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    # "see Warnings" always has a section to point to
+    assert "## Warnings\n\nNone.\n" in md
     # the timed ops' unit heads the p50 tables, not the cache model's
     assert "| Operation | Call site | Phase | off p50 (instructions) |" in md
     assert "p50 (cycles (model))" not in md
