@@ -33,6 +33,14 @@ def test_quick_micro_run_records_every_boot_and_parses():
         assert {"pages_o0_alloc", "pages_o0_free", "pages_o0_pair", "kmalloc_64_alloc",
                 "vmalloc_16k_free", "percpu_64_alloc", "ksite_pages_o0_alloc",
                 "ksite_pages_o0_pair", "ksite_kmalloc_64_free"} <= ops
+        # every name whole (alloc_bench once cut "ksite_kmalloc_64_batch_alloc" to 27 characters)
+        assert all(ln.op.rsplit("_", 1)[1] in ("alloc", "free", "pair") for ln in lines), sorted(ops)
+        assert {"ksite_kmalloc_64_batch_alloc", "ksite_pages_o0_batch_alloc"} <= ops
+        # the run kept each micro boot's per-function profile, not its PCs
+        boot = run / "boots" / b["id"]
+        assert not (boot / "pcs.csv").exists()
+        prof = micro.insn_profile((boot / "insn-profile.csv").read_text())
+        assert prof["ksite_kmalloc_64_alloc"]["__kmalloc_noprof"] > 50, prof["ksite_kmalloc_64_alloc"]
         assert all(ln.count == (65536 if "_batch_" in ln.op else 1000)
                    and 0 < ln.min <= ln.p50 <= ln.p99 <= ln.max for ln in lines)
         # a page allocation costs hundreds of instructions: a zero is a broken clock

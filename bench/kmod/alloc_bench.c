@@ -100,9 +100,11 @@ static noinline void cs_label(unsigned int label)
 }
 
 #define MAX_RESULTS	128
+/* "ksite_kmalloc_64_batch_alloc" and the like, with room to spare */
+#define OP_NAME_LEN	48
 
 struct result {
-	char op[28];
+	char op[OP_NAME_LEN];
 	int cpu;
 	unsigned int count;
 	u64 min, p50, p90, p99, mean, max;
@@ -317,9 +319,16 @@ static unsigned int op_label(const struct op *op, unsigned int pattern)
 static int record_op(const struct op *op, const char *suffix, int cpu, u32 *a, u32 *f,
 		     unsigned int n)
 {
-	char name[28];
+	static const char * const phases[] = { "alloc", "free", "pair" };
+	char name[3][OP_NAME_LEN];
 	unsigned int i;
 	u32 *pair;
+
+	/* A name cut short would be another op's, or none: refuse it. */
+	for (i = 0; i < ARRAY_SIZE(phases); i++)
+		if (snprintf(name[i], OP_NAME_LEN, "%s%s_%s", op->name, suffix,
+			     phases[i]) >= OP_NAME_LEN)
+			return -ENAMETOOLONG;
 
 	/* The pair of each iteration, before record() sorts the halves. */
 	pair = vmalloc(array_size(n, sizeof(u32)));
@@ -327,12 +336,9 @@ static int record_op(const struct op *op, const char *suffix, int cpu, u32 *a, u
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		pair[i] = a[i] + f[i];
-	snprintf(name, sizeof(name), "%s%s_alloc", op->name, suffix);
-	record(name, cpu, a, n);
-	snprintf(name, sizeof(name), "%s%s_free", op->name, suffix);
-	record(name, cpu, f, n);
-	snprintf(name, sizeof(name), "%s%s_pair", op->name, suffix);
-	record(name, cpu, pair, n);
+	record(name[0], cpu, a, n);
+	record(name[1], cpu, f, n);
+	record(name[2], cpu, pair, n);
 	vfree(pair);
 	return 0;
 }
