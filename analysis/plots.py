@@ -15,6 +15,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
 import numpy as np  # noqa: E402
 
 from analysis import report, summarize  # noqa: E402
@@ -27,7 +28,12 @@ from analysis.summarize import Row, Summary  # noqa: E402
 # _FALLBACK colours in run order.
 ROLE_COLOURS = {"noprof": "#7f7f7f", "pageext": "#d62728", "nopf": "#ff9f80", "flags": "#1f77b4",
                 "ext16": "#2ca02c"}
-_FALLBACK = ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e"]
+# Enough for every label of a full run (about 25): a colour used twice made
+# two kernels look like one.  The first six as before, then tab20 and tab20b.
+_FALLBACK = list(dict.fromkeys(
+    ["#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf", "#ff7f0e"]
+    + [c for c in (to_hex(x) for n in ("tab20", "tab20b") for x in matplotlib.colormaps[n].colors)
+       if c not in ROLE_COLOURS.values()]))
 
 STYLE = {
     "font.size": 16, "axes.titlesize": 18, "axes.labelsize": 16, "xtick.labelsize": 14,

@@ -317,3 +317,15 @@ def test_objext_table_rows_and_missing_point_is_an_error():
     with pytest.raises(ValueError, match="packed / objext / after: missing objext_bytes"):
         report.objext_table(summarize.Summary(rows[:-1], [], {}), run)
     assert report.objext_table(summarize.Summary([], [], {}), run) == []
+
+
+@pytest.mark.unit
+def test_every_kernel_of_a_full_run_has_a_colour_of_its_own():
+    """A full run has about 25 labels; no two may share a colour, nor take a role's."""
+    from types import SimpleNamespace
+    kernels = [f"k{i}" for i in range(30)]
+    run = SimpleNamespace(kernels=kernels, table=SimpleNamespace(role=lambda role, group: None,
+                                                                  main_group="main"))
+    cols = [plots.colour(k, run) for k in kernels]
+    assert len(set(cols)) == len(cols)
+    assert not set(cols) & set(plots.ROLE_COLOURS.values())
