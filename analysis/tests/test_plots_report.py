@@ -177,6 +177,9 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    # the slide names the reference of a bar that is not against the run's off
+    svg = (run / "analysis" / "slide.svg").read_text()
+    assert "(vs up-off)" in svg and "packed (vs" not in svg
     # "see Warnings" always has a section to point to
     assert "## Warnings\n\nNone.\n" in md
     # the timed ops' unit heads the p50 tables, not the cache model's
