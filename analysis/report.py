@@ -48,6 +48,21 @@ def interval_kind(r: Row) -> str:
     return "spread" if r.spread_low is not None else ""
 
 
+INTERVALS_LEGEND = "<intervals legend>"   # replaced once the report's cells are known
+
+
+def intervals_legend(text: str) -> str:
+    """The legend of the kinds of interval the report's cells show (with_interval),
+    and only those."""
+    kinds = {"CI": "CI = 95% bootstrap confidence interval over boots",
+             "spread": "spread = min..max over boots (icount, deterministic)"}
+    used = [d for k, d in kinds.items() if f" ({k} " in text]
+    head = ("Intervals: " + "; ".join(used) + ".") if used else \
+        "No cell of this report has an interval: every figure's boots agree, or there is one boot."
+    return head + (" The talk measured real hardware; see the timing section for what this run's "
+                   "timing mode can show.")
+
+
 def with_interval(r: Row | None, digits: int = 1, suffix: str = "%", sign: bool = True) -> str:
     if r is None or r.value is None:
         return "n/a"
@@ -808,9 +823,7 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
     # always there: the summary and the timing section point to it
     L += ["## Warnings", ""] + ([f"- {w}" for w in summary.warnings] if summary.warnings else ["None."]) + [""]
     L += ["## LSFMM 2024 talk vs this run", ""] + talk_table(rows, run)
-    L += ["Intervals: CI = 95% bootstrap confidence interval over boots; spread = min..max over "
-          "boots (icount, deterministic). The talk measured real hardware; see the timing section "
-          "for what this run's timing mode can show.", ""]
+    L += [INTERVALS_LEGEND, ""]
     fp = fastpath_table(rows, run)
     if fp:
         L += ["## Page allocator fast path: instruction deltas (micro, p50)", "",
@@ -934,7 +947,8 @@ def render(run: Run, summary: Summary, figures: list[Figure]) -> str:
               "with memcg). Each vector is one kmalloc() allocation: the bytes include the rounding "
               "up to its kmalloc size class. Kernels "
               "booted with profiling off count no vectors and have no row.", ""] + vec
-    return "\n".join(L).rstrip("\n") + "\n"
+    text = "\n".join(L).rstrip("\n") + "\n"
+    return text.replace(INTERVALS_LEGEND, intervals_legend(text), 1)
 
 
 def _point_rows(rows: Summary, run: Run, w: str, points: tuple[tuple[str, str], ...],

@@ -332,3 +332,20 @@ def test_every_kernel_of_a_full_run_has_a_colour_of_its_own():
     cols = [plots.colour(k, run) for k in kernels]
     assert len(set(cols)) == len(cols)
     assert not set(cols) & set(plots.ROLE_COLOURS.values())
+
+
+@pytest.mark.unit
+def test_intervals_legend_names_only_the_kinds_the_cells_show():
+    from analysis import report
+    assert report.intervals_legend("| +5.0% (spread +4.0%..+6.0%) |").startswith(
+        "Intervals: spread = min..max over boots (icount, deterministic).")
+    both = report.intervals_legend("| +5.0% (CI +4.0%..+6.0%) | +1.0% (spread +1.0%..+2.0%) |")
+    assert both.startswith("Intervals: CI = 95% bootstrap confidence interval over boots; spread = ")
+    assert report.intervals_legend("| +5.0% |").startswith("No cell of this report has an interval")
+
+
+def test_report_legend_matches_its_cells(generated):
+    md = (generated[1] / "report.md").read_text()
+    assert "<intervals legend>" not in md
+    for kind in ("CI", "spread"):
+        assert (f" ({kind} " in md) == (f"{kind} = " in md), kind
