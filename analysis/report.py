@@ -688,11 +688,10 @@ def function_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
             if missing:
                 raise ValueError(f"{missing[0]} / {w}: no per-function profile of {op} (or none of "
                                  f"its {run.ref(missing[0])}), which the other kernels have")
-            cols = ks
-            funcs = sorted({f for k in cols for f in (*vals[k], *vals[run.ref(k)])})
-            diff = {(k, f): vals[k].get(f, 0.0) - vals[run.ref(k)].get(f, 0.0) for k in cols for f in funcs}
-            shown = [f for f in funcs if any(abs(diff[k, f]) >= 0.5 for k in cols)]
-            shown.sort(key=lambda f: (-max(abs(diff[k, f]) for k in cols), f))
+            funcs = sorted({f for k in ks for f in (*vals[k], *vals[run.ref(k)])})
+            diff = {(k, f): vals[k].get(f, 0.0) - vals[run.ref(k)].get(f, 0.0) for k in ks for f in funcs}
+            shown = [f for f in funcs if any(abs(diff[k, f]) >= 0.5 for k in ks)]
+            shown.sort(key=lambda f: (-max(abs(diff[k, f]) for k in ks), f))
             for f in shown + ["all functions"]:
                 cells = []
                 for k in ks:

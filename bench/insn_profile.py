@@ -114,6 +114,10 @@ class Boot:
         label = self.label(op)
         if label is None:
             raise InputError("alloc_bench.csv", self.bench, f"no window label for op {op!r}")
+        return self.profile_label(op, label)
+
+    def profile_label(self, op: str, label: int) -> tuple[dict[str, float], int]:
+        """profile() of op, whose window label the caller knows."""
         if "insns" not in self.by_label.get(label, {}):
             raise InputError("cachesim.csv", self.boot / "cachesim.csv",
                              f"no windows of op {op!r} (window label {label})")
@@ -148,10 +152,10 @@ def write_table(boot: Path, system_map: Path, out: Path) -> int:
     of ops.  Written whole or not at all."""
     b = Boot(boot, system_map)
     lines = ["op,function,instructions"]
-    ops = sorted(op for op in (micro.window_name(lb, b.ops) for lb in b.by_label)
+    ops = sorted((op, lb) for op, lb in ((micro.window_name(lb, b.ops), lb) for lb in b.by_label)
                  if op and PROFILED_OPS.fullmatch(op))
-    for op in ops:
-        prof, _ = b.profile(op)
+    for op, lb in ops:
+        prof, _ = b.profile_label(op, lb)
         for f, v in sorted(prof.items(), key=lambda fv: (-fv[1], fv[0])):
             if v >= MIN_INSNS:
                 lines.append(f"{op},{f},{v:.2f}")
