@@ -125,10 +125,10 @@ def plot_memory(run: Run, summary: Summary, out: Path) -> Figure | None:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 7), layout="constrained")
     _bars(a1, cats, run.kernels, lambda k, c: idx.valid(k, ws[cats.index(c)], "page_ext_pct_ram"), run, False)
     a1.set_ylabel("page_ext memory for tags (% of RAM)")
-    a1.set_title("Page tag reference storage (labels: bytes/page)")
+    a1.set_title("Page tag reference storage (labels: bytes per page frame)")
     for i, k in enumerate(run.kernels):  # annotate bytes per page
         for j, w in enumerate(ws):
-            r = idx.valid(k, w, "page_ext_bytes_per_entry")
+            r = idx.valid(k, w, report.BYTES_PER_FRAME)
             pr = idx.valid(k, w, "page_ext_pct_ram")
             if r is not None and pr is not None:
                 n = len(run.kernels)
@@ -272,7 +272,7 @@ TALK_MARKS = ((40.0, "talk: page allocation, page_ext refs +40%"),
 
 
 def _slide_mem_workload(idx: Summary, ws: list[str], ref: str) -> str | None:
-    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.valid(ref, w, "page_ext_bytes_per_page")),
+    return next((w for w in sorted(ws, key=lambda w: -int(w[5:])) if idx.valid(ref, w, report.BYTES_PER_FRAME)),
                 None)
 
 
@@ -291,9 +291,9 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(16, 9), layout="constrained",
                                      gridspec_kw={"width_ratios": [2, 3]})
         mem = [k for k in [run.main_reference] + run.pick(SLIDE_ROLES, SLIDE_GROUPS)
-               if mw and idx.valid(k, mw, "page_ext_bytes_per_page")] if mw else []
+               if mw and idx.valid(k, mw, report.BYTES_PER_FRAME)] if mw else []
         if mem:
-            vals = [idx.valid(k, mw, "page_ext_bytes_per_page").value for k in mem]
+            vals = [idx.valid(k, mw, report.BYTES_PER_FRAME).value for k in mem]
             bars = a1.bar(range(len(mem)), vals, color=[colour(k, run) for k in mem])
             for b, v in zip(bars, vals):
                 # "0", not "0.00 B": seven bars' labels must not run together
@@ -304,7 +304,12 @@ def plot_slide(run: Run, summary: Summary, out: Path) -> Figure | None:
                     transform=a1.get_yaxis_transform(), ha="right", va="bottom", fontsize=17)
             a1.set_xticks(range(len(mem)), mem, rotation=35, ha="right")
             a1.set_ylim(0, max(max(vals), TALK_PAGE_EXT_BYTES) * 1.6)
-        a1.set_ylabel("tag memory, bytes per 4 KiB page")
+            # a kernel with page_ext bytes but no frame count in its log has no bar: say so
+            unknown = report.no_frame_count(summary, run.pick(SLIDE_ROLES, SLIDE_GROUPS), mw)
+            if unknown:
+                a1.text(0.02, 0.98, "\n".join(f"{k}: no page frame\ncount in its log" for k in unknown),
+                        transform=a1.transAxes, ha="left", va="top", fontsize=15)
+        a1.set_ylabel(f"tag memory, bytes per {report.FRAME}")
         a1.set_title(f"Memory ({mw[5:]} MiB guest)" if mw else "Memory (not measured)")
         x = np.arange(len(cpu))
         pct = [idx.valid(k, "micro", pair + ".overhead").value for k in cpu]

@@ -136,7 +136,7 @@ def _sentence_memory(rows: Summary, run: Run) -> str:
     parts = []
     for w in mem_workloads_from(rows):
         vals = [(r.value, r.kernel) for k in run.kernels
-                if (r := rows.get(k, w, "page_ext_bytes_per_page")) is not None and r.value is not None
+                if (r := rows.get(k, w, BYTES_PER_FRAME)) is not None and r.value is not None
                 and k != run.main_reference]
         if not vals:
             continue
@@ -144,8 +144,8 @@ def _sentence_memory(rows: Summary, run: Run) -> str:
         lo = min(vals, key=lambda v: v[0])
         pct = rows.value(hi[1], w, "page_ext_pct_ram")
         parts.append(f"at {w[5:]} MiB {hi[1]} spends the most on page tag references "
-                     f"({num(hi[0], 2)} bytes per 4 KiB page, {num(pct, 3)}% of RAM) and {lo[1]} the least "
-                     f"({num(lo[0], 2)} bytes per page)")
+                     f"({num(hi[0], 2)} bytes per {FRAME}, {num(pct, 3)}% of RAM) and {lo[1]} the least "
+                     f"({num(lo[0], 2)} bytes per page frame)")
     if not parts:
         return "No page tag reference memory was reported."
     return ("Page_ext memory owned by tagging: " + "; ".join(parts) + ".")
@@ -154,6 +154,27 @@ def _sentence_memory(rows: Summary, run: Run) -> str:
 def mem_workloads_from(rows: Summary) -> list[str]:
     ws = {r.workload for r in rows.rows if r.workload.startswith("mem-m")}
     return sorted(ws, key=lambda w: int(w[5:]) if w[5:].isdigit() else 0)
+
+
+# Bytes per page frame (bench/workloads/mem/parse.py): the kernel's page_ext
+# bytes over the page frames it has page_ext for.  A kernel whose log names
+# no frame count (upstream) has page_ext bytes but no such figure.
+BYTES_PER_FRAME = "page_ext_bytes_per_page"
+FRAME = "4 KiB page frame"
+NO_FRAME_COUNT = "no page frame count in its log"
+
+
+def bytes_per_frame(rows: Summary, k: str, w: str, digits: int = 2, unit: str = "") -> str:
+    """Kernel k's bytes per page frame in workload w, or why it has none."""
+    v = rows.value(k, w, BYTES_PER_FRAME)
+    if v is not None:
+        return num(v, digits) + unit
+    return NO_FRAME_COUNT if rows.value(k, w, "page_ext_bytes") else "n/a"
+
+
+def no_frame_count(rows: Summary, kernels: list[str], w: str) -> list[str]:
+    """The kernels with page_ext bytes in w but no page frame count."""
+    return [k for k in kernels if bytes_per_frame(rows, k, w) == NO_FRAME_COUNT]
 
 
 def _sentence_latency(rows: Summary, run: Run, w: str) -> str:
@@ -313,13 +334,13 @@ def talk_table(rows: Summary, run: Run) -> list[str]:
     mem_parts, ext_parts = [], []
     for w in mws:
         pct = rows.value(baseline, w, "page_ext_pct_ram")
-        bpp = rows.value(baseline, w, "page_ext_bytes_per_entry")
         if pct is not None:
-            mem_parts.append(f"{num(pct, 3)}% of RAM, {num(bpp, 1)} bytes/page ({w[5:]} MiB)")
+            mem_parts.append(f"{num(pct, 3)}% of RAM, {bytes_per_frame(rows, baseline, w)} bytes per {FRAME} "
+                             f"({w[5:]} MiB)")
         vb = rows.value(ext16, w, "page_ext_bytes.vs_baseline")
         if vb is not None:
             ext_parts.append(f"{signed(vb)} ({w[5:]} MiB)")
-    mem_src = f"{baseline} / mem-m* / page_ext_pct_ram, page_ext_bytes_per_entry"
+    mem_src = f"{baseline} / mem-m* / page_ext_pct_ram, {BYTES_PER_FRAME}"
     body = [
         ["Memory overhead (page_ext refs)", "≈0.2% of RAM (8 bytes per 4 KiB page)",
          "; ".join(mem_parts) or "not measured", mem_src],
@@ -616,8 +637,8 @@ def peer_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
             body.append([f"batch order-0 pair, {site}: est. cycles vs own off"]
                         + [signed(rows.value(k, w, f"{m}.est_cycles.mean.delta"), 0, "") for k in cols])
     for mw in mem_workloads_from(rows):
-        body.append([f"page_ext bytes per 4 KiB page ({mw[5:]} MiB)"]
-                    + [num(rows.value(k, mw, "page_ext_bytes_per_page"), 2) for k in cols])
+        body.append([f"page_ext bytes per {FRAME} ({mw[5:]} MiB)"]
+                    + [bytes_per_frame(rows, k, mw) for k in cols])
     return table(head, body)
 
 
@@ -732,7 +753,7 @@ def memory_table(rows: Summary, run: Run) -> list[str]:
         body = []
         for k in run.kernels:
             v = lambda m, d=1: num(rows.value(k, w, m), d)  # noqa: E731
-            body.append([k, v("page_ext_bytes", 0), v("page_ext_bytes_per_page", 2), v("page_ext_pct_ram", 3),
+            body.append([k, v("page_ext_bytes", 0), bytes_per_frame(rows, k, w), v("page_ext_pct_ram", 3),
                          num((rows.value(k, w, "page_ext_bytes_per_tib") or 0) / (1 << 30), 2)
                          if rows.value(k, w, "page_ext_bytes_per_tib") is not None else "n/a",
                          signed(rows.value(k, w, "memtotal_kb.delta"), 0, " kB") if k != run.ref(k) else "-",
@@ -741,7 +762,7 @@ def memory_table(rows: Summary, run: Run) -> list[str]:
                            if rows.value(k, w, "allocinfo_lines") is not None or k != run.ref(k)
                            else ("-", "-"))])
         out += [f"Guest RAM {w[5:]} MiB:", ""]
-        out += table(["Kernel", "page_ext bytes", "bytes / 4 KiB page", "% of RAM", "GiB per TiB RAM",
+        out += table(["Kernel", "page_ext bytes", f"bytes / {FRAME}", "% of RAM", "GiB per TiB RAM",
                       "MemTotal vs off", "MemFree vs off", "allocinfo bytes", "allocinfo tags"], body)
     return out
 
@@ -762,10 +783,10 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     mws = mem_workloads_from(rows)
     if mws:
         w = max(mws, key=lambda w: int(w[5:]))
-        m = "page_ext_bytes_per_page"
-        parts = listed(w, run.pick(("pageext", "ext16", "flags", "numa"), ("main", "peer", "other")), m,
-                       lambda k: f"{num(rows.value(k, w, m), 2)} B")
-        out.append(f"Memory for page tags per 4 KiB page ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
+        ks = run.pick(("pageext", "ext16", "flags", "numa"), ("main", "peer", "other"))
+        parts = listed(w, ks, BYTES_PER_FRAME, lambda k: bytes_per_frame(rows, k, w, unit=" B"))
+        parts += [f"{k}: {NO_FRAME_COUNT}" for k in no_frame_count(rows, ks, w)]
+        out.append(f"Memory for page tags per {FRAME} ({w[5:]} MiB guest): " + ", ".join(parts) + ".")
     # Upstream's kernels and this project's 7.3 series, in both lines (the
     # series was missing from them: issue 26's headline numbers).
     up = [k for k in run.pick(("nopf", "pageext", "flags", "series-step", "series"), ("peer", "other"))

@@ -60,7 +60,8 @@ def test_report_content(generated):
     assert "understate page_ext lookup costs on real hardware" in md and "cache-model section" in md
     assert "| Page allocation, baseline | +40% | +40.0% (spread +39.7%..+40.2%) |" in md
     assert "| Slab allocation, packed refs | +9.5% | +9.5% (spread +8.4%..+10.5%) |" in md
-    assert "-75.0% (1024 MiB)" in md and "0.195% of RAM, 8.0 bytes/page (1024 MiB)" in md
+    assert "-75.0% (1024 MiB)" in md and "0.195% of RAM, 8.00 bytes per 4 KiB page frame (1024 MiB)" in md
+    assert "| Kernel | page_ext bytes | bytes / 4 KiB page frame |" in md
     assert "cfgbas" in md and "serpac" in md and "6.12.0-packed" in md
     assert "at 1024 MiB baseline spends the most" in md
     assert "The largest p50 latency overhead vs off is baseline" in md
@@ -149,7 +150,8 @@ def test_report_opens_with_slide_and_computed_summary(generated):
     assert "![The slide" in head and "## Summary" in head
     # kernel-tag pair: off 1515+... baseline 1.4x -> +606 instructions, +40.0%
     assert "baseline +606 (+40.0%)" in head and "packed +106 (+7.0%)" in head
-    assert "packed-ext16 2.06 B" in head
+    # page_ext bytes over the kernel's own page frame count: 2 B, not 2.06
+    assert "Memory for page tags per 4 KiB page frame (8192 MiB guest): baseline 8.00 B, packed-ext16 2.00 B" in head
     import struct
     png = first["slide.png"]
     w, h = struct.unpack(">II", png[16:24])
@@ -177,6 +179,9 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    # upstream logs no page frame count: said so, not a number over MemTotal
+    assert "| page_ext bytes per 4 KiB page frame (8192 MiB) | 0.00 | n/a |" not in peer
+    assert "no page frame count in its log" in peer and "up-pageext: no page frame count in its log" in md
     # the slide names the reference of a bar that is not against the run's off
     svg = (run / "analysis" / "slide.svg").read_text()
     assert "(vs up-off)" in svg and "packed (vs" not in svg
