@@ -354,3 +354,31 @@ def test_report_legend_matches_its_cells(generated):
     assert "<intervals legend>" not in md
     for kind in ("CI", "spread"):
         assert (f" ({kind} " in md) == (f"{kind} = " in md), kind
+
+
+def test_slide_compares_alloc_only_with_the_talk_and_the_pair_without_marks(tmp_path, monkeypatch):
+    """The talk's figures (page +40% -> +7%, slab +7% / +9.5%) are allocation
+    only: the slide shows them beside alloc-only bars, page and kmalloc-64
+    apart, and draws none of them beside the alloc+free pair (issue 29)."""
+    from analysis import load, summarize
+    run = load.load_run(synth.make_run(tmp_path, synth.Spec(workloads=("micro", "mem"), reps=1, jitter=False)))
+    s = summarize.summarize(run)
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out, name: figs.append(fig))
+    assert plots.plot_slide(run, s, tmp_path) is not None
+    axes = {ax.get_title(): ax for ax in figs[0].axes}
+    pair = next(ax for t, ax in axes.items() if "alloc+free pair" in t)
+    alloc = next(ax for t, ax in axes.items() if "allocation only" in t)
+
+    def flat_lines(ax):
+        return {round(float(ln.get_ydata()[0]), 3) for ln in ax.lines
+                if len(set(ln.get_ydata())) == 1 and ln.get_ydata()[0] != 0}
+    assert flat_lines(pair) == set()
+    assert {40.0, 7.0, 9.5} <= flat_lines(alloc)
+    texts = {t.get_text().replace("\n", " ") for ax in figs[0].axes for t in ax.texts}
+    texts |= {t.get_text() for ax in figs[0].axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    assert not any("(slab +7%)" in t for t in texts), texts
+    assert {"talk +40%", "talk +7%", "talk slab +7%", "talk slab +9.5%"} <= texts, texts
+    # the bars beside the marks are the run's alloc-only overheads, page and slab
+    heights = {round(b.get_height(), 1) for b in alloc.patches}
+    assert {40.0, 7.0} <= heights and any(abs(h - 9.5) < 0.2 for h in heights), heights
