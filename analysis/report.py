@@ -105,6 +105,29 @@ def distro(run: Run) -> tuple[str, str] | None:
 
 
 
+def config_hash(run: Run, k: str) -> str | None:
+    """The config hash of kernel k's build, as the run recorded it."""
+    bi = run.manifest.get("build_info") or {}
+    return (bi.get(run.table.get(k).variant) or {}).get("config_hash")
+
+
+def vs_main_off(rows: Summary, run: Run, k: str, w: str, m: str) -> str | None:
+    """For a kernel of our tree measured against another reference than the
+    run's off (packed-distro against its own nopf boot): "+78 vs 6.12 off",
+    its p50 less off's, and whether the two builds' configs differ.  None
+    for the others, and where either value is missing."""
+    off = run.main_reference
+    if run.ref(k) in (k, off) or run.is_peer(k):
+        return None
+    v, o = rows.value(k, w, m), rows.value(off, w, m)
+    if v is None or o is None:
+        return None
+    ck, co = config_hash(run, k), config_hash(run, off)
+    cfg = (" (configs not recorded)" if ck is None or co is None
+           else " (configs differ)" if ck != co else "")
+    return f"{signed(v - o, 0, '')} vs {run.table.get(off).group} {off}{cfg}"
+
+
 def op_order(run: Run, workload: str) -> list[str]:
     """Operation metric bases ("pages_o0_alloc", "parallel.pages_o0_alloc") in
     the order alloc_bench prints them."""
@@ -398,6 +421,12 @@ FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),
 SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
 
 
+def own_nopf(run: Run, k: str) -> bool:
+    """k's reference is its group's nopf kernel (packed-distro): its .delta
+    and .delta_nopf are one figure."""
+    return run.ref(k) == run.counterpart(k, "nopf")
+
+
 def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     """Absolute p50 instruction deltas per op and phase, vs off and vs nopf."""
     ks = [k for k in run.kernels if k != run.ref(k) and rows.has_kernel(k, w)]
@@ -414,13 +443,16 @@ def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
                 for k in ks:
                     d = rows.value(k, w, m + ".delta")
                     dn = rows.value(k, w, m + ".delta_nopf")
-                    cells.append(signed(d, 0, "") if k == nopf or dn is None
+                    x = vs_main_off(rows, run, k, w, m)
+                    cells.append(signed(d, 0, "") if k == nopf or dn is None or own_nopf(run, k)
                                  else f"{signed(d, 0, '')} / {signed(dn, 0, '')}")
+                    cells[-1] += f"; {x}" if x else ""
                 body.append([label, site, phase, num(ref.value, 0)] + cells)
     if not body:
         return []
     head = ["Operation", "Call site", "Phase", f"{run.main_reference} p50 ({rows_unit(rows, w)})"]
-    head += [f"{k} vs {run.ref(k)}" if k == nopf else f"{k} vs {run.ref(k)} / vs nopf" for k in ks]
+    head += [f"{k} vs {run.ref(k)}" if k == nopf or own_nopf(run, k) else f"{k} vs {run.ref(k)} / vs nopf"
+             for k in ks]
     return table(head, body)
 
 
@@ -814,7 +846,8 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     for site, prefix, peers in (("kernel", KERNEL_SITE_PREFIX, up), ("module", "", up)):
         m = f"{prefix}pages_o0_pair.p50"
         fmt = (lambda k: f"{signed(rows.value(k, 'micro', m + '.delta'), 0, '')} "  # noqa: E731
-                         f"({signed(rows.value(k, 'micro', m + '.overhead'))})")
+                         f"({signed(rows.value(k, 'micro', m + '.overhead'))})"
+                         + (f" vs {run.ref(k)}, {x}" if (x := vs_main_off(rows, run, k, "micro", m)) else ""))
         mine = [k for k in run.pick(("pageext", "nopf", "flags-nopf", "flags", "ext16"), ("main", "other"))
                 if not run.is_peer(k)]
         parts = listed("micro", mine, m + ".delta", fmt)

@@ -382,3 +382,22 @@ def test_slide_compares_alloc_only_with_the_talk_and_the_pair_without_marks(tmp_
     # the bars beside the marks are the run's alloc-only overheads, page and slab
     heights = {round(b.get_height(), 1) for b in alloc.patches}
     assert {40.0, 7.0} <= heights and any(abs(h - 9.5) < 0.2 for h in heights), heights
+
+
+def test_kernel_against_its_own_nopf_also_shows_its_delta_vs_off(tmp_path):
+    """packed-distro is measured against packed-distro-nopf (bench/kernels
+    ref); the headline lines and the fast-path table also give its delta
+    against the run's off, from the two kernels' own p50s, and say that
+    their configs differ (issue 29)."""
+    run = synth.make_run(tmp_path, synth.Spec(
+        kernels=synth.KERNELS + ("packed-distro-nopf", "packed-distro"), workloads=("micro",), reps=1,
+        jitter=False, data_of={"packed-distro": "packed", "packed-distro-nopf": "baseline-nopf"}))
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    # kernel-tag pair: off 1516, packed (packed-distro's data) 1622, baseline-nopf 1667
+    summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in summary.splitlines() if "Order-0 alloc+free, kernel tag" in ln)
+    assert "packed-distro -45 (-2.7%) vs packed-distro-nopf, +106 vs 6.12 off (configs differ)" in line, line
+    fp = md.split("## Page allocator fast path", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in fp.splitlines() if ln.startswith("| order-0 page | kernel tag | pair |"))
+    assert row.endswith("| -45; +106 vs 6.12 off (configs differ) |"), row
