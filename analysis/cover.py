@@ -23,7 +23,7 @@ from pathlib import Path
 from analysis import summarize
 from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
 from analysis.report import (BYTES_PER_FRAME, DISTRO_GROUP, FRAME, NO_FRAME_COUNT, cache_params, determinism,
-                             mem_workloads_from, num, signed)
+                             mem_workloads_from, num, signed, unmet_targets)
 from analysis.summarize import Summary
 from bench.workloads.micro.parse import KERNEL_SITE_PREFIX
 
@@ -163,6 +163,9 @@ def section(run: Run, rows: Summary) -> str:
             f"{num(_need(rows, dflags, w, bpp), 2)} bytes per page frame and an order-0 "
             f"alloc+free pair {signed(d, 0, '')} instructions (kernel tag) against the same kernel "
             f"booted with profiling off{numa}.")
+    unmet = unmet_targets(rows, run)
+    out += _para("Targets not met in this run (report.md's target tables): " + "; ".join(unmet) + "."
+                 if unmet else "This run meets every target of report.md's target tables.")
     return "\n".join(out).rstrip("\n")
 
 

@@ -456,8 +456,9 @@ def fastpath_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     return table(head, body)
 
 
-def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
-    """The fast-path targets, computed from this run (reported, not asserted)."""
+def fastpath_checks(rows: Summary, run: Run, w: str = "micro") -> list[tuple[str, float, bool | None]]:
+    """(target, measured, met) of the fast-path targets, computed from this
+    run; met is None for a figure shown beside them that has no target."""
     def d(k: str, m: str, kind: str = ".delta") -> float | None:
         return rows.value(k, w, m + kind)
 
@@ -479,7 +480,8 @@ def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
                 checks.append((f"order-0 pair, {site}: {nk} - {off} <= 15", nv, nv <= 15))
         pn = d(packed_nopf, m)
         if pk is not None and pn is not None:
-            checks.append((f"order-0 pair, {site}: {packed} - {packed_nopf} (profiling on vs off, same kernel)",
+            checks.append((f"order-0 pair, {site}: {packed} - {packed_nopf} <= {limit} "
+                           "(profiling on vs off, same kernel)",
                            pk - pn, pk - pn <= limit))
         e16 = d(ext16, m)
         if e16 is not None and bl is not None:
@@ -503,9 +505,25 @@ def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     for prefix, site in SITES:
         m = f"{prefix}kmalloc_64_pair.p50"
         pk, bl = d(packed, m), d(baseline, m)
+        if pk is not None:
+            checks.append((f"kmalloc-64 pair, {site}: {packed} - {off} <= {SLAB_PAIR_LIMIT} (profiling on)",
+                           pk, pk <= SLAB_PAIR_LIMIT))
+        # Beside it, no target: patches/packed-slab changes the slab hooks on
+        # purpose, so kmalloc's cost is no longer meant to equal 6.12's.
         if pk is not None and bl is not None:
-            checks.append((f"kmalloc-64 pair, {site}: {packed} vs {off} equals {baseline} vs {off} ({num(bl, 0)})",
-                           pk, pk == bl))
+            checks.append((f"kmalloc-64 pair, {site}: {packed} vs {off} beside {baseline} vs {off} ({num(bl, 0)})",
+                           pk, None))
+    return checks
+
+
+# The slab target (patches/packed-slab): a kmalloc-64 pair with profiling
+# on costs at most the order-0 page pair's level.
+SLAB_PAIR_LIMIT = 45
+
+
+def fastpath_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    """The fast-path targets, computed from this run (reported, not asserted)."""
+    checks = fastpath_checks(rows, run, w)
     if not checks:
         return []
     return table(["Target", "Measured (instructions, p50)", "Met"],
@@ -631,7 +649,8 @@ def cache_table(rows: Summary, run: Run, w: str = "micro") -> list[str]:
     return table(["Operation", "Call site", "Pattern", "Phase"] + kernels, body)
 
 
-def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+def cache_checks(rows: Summary, run: Run, w: str = "micro") -> list[tuple[str, float, bool, int]]:
+    """(target, measured, met, digits) of the cache-model targets."""
     off, baseline, packed = run.main_reference, main(run, "pageext"), main(run, "flags")
     checks = []
     for prefix, site in SITES:
@@ -648,6 +667,19 @@ def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
         if bc is not None and pc is not None and bc > 0:
             checks.append((f"batch order-0 pair, {site}: {packed} est. cycles overhead <= 1/5 of {baseline}'s "
                            f"({num(bc / 5, 0)})", pc, pc <= bc / 5, 0))
+    return checks
+
+
+def unmet_targets(rows: Summary, run: Run) -> list[str]:
+    """Every target of the fast-path and cache-model tables this run does not
+    meet, with its measured value: "<target> (measured <value>)"."""
+    out = [f"{t} (measured {num(v, 0)})" for t, v, ok in fastpath_checks(rows, run) if ok is False]
+    out += [f"{t} (measured {signed(v, dg, '')})" for t, v, ok, dg in cache_checks(rows, run) if not ok]
+    return out
+
+
+def cache_targets(rows: Summary, run: Run, w: str = "micro") -> list[str]:
+    checks = cache_checks(rows, run, w)
     if not checks:
         return []
     return table(["Target (cache model)", "Measured (mean per pair, vs off)", "Met"],
@@ -866,7 +898,10 @@ def five_lines(rows: Summary, run: Run, summary: Summary) -> list[str]:
     det = ("one boot per kernel and workload, so determinism was not checked (needs R >= 2)" if reps < 2
            else f"{flagged} workload(s) have metrics whose boots disagree (see Warnings)" if flagged
            else "boots of each kernel agree on every metric")
-    out.append(f"{len(run.boots)} boots ok, {len(run.failed)} failed; {det}.")
+    unmet = unmet_targets(rows, run)
+    # The last line, never left out: the boots, and every target missed.
+    out.append(f"{len(run.boots)} boots ok, {len(run.failed)} failed; {det}"
+               + (". Targets not met: " + "; ".join(unmet) if unmet else "") + ".")
     return out[:5] if len(out) <= 5 else out[:4] + out[-1:]
 
 
