@@ -22,7 +22,8 @@ from pathlib import Path
 
 from analysis import summarize
 from analysis.load import AnalysisError, Run, cli, load_run, resolve_run_dir
-from analysis.report import DISTRO_GROUP, cache_params, determinism, mem_workloads_from, num, signed
+from analysis.report import (BYTES_PER_FRAME, DISTRO_GROUP, FRAME, NO_FRAME_COUNT, cache_params, determinism,
+                             mem_workloads_from, num, signed, unmet_targets)
 from analysis.summarize import Summary
 from bench.workloads.micro.parse import KERNEL_SITE_PREFIX
 
@@ -141,27 +142,40 @@ def section(run: Run, rows: Summary) -> str:
     if not mws:
         raise CoverError("run has no mem-m* workload: cannot write the cover letter")
     w = max(mws, key=lambda w: int(w[5:]))
-    bpp = "page_ext_bytes_per_page"
-    mem = [f"{label} {num(_need(rows, _kernel(run, g, r), w, bpp), 2)}" + (" bytes" if i == 0 else "")
+    bpp = BYTES_PER_FRAME
+    mem = [_mem_cell(rows, _kernel(run, g, r), w, label, first=i == 0)
            for i, (g, r, label) in enumerate(MEM_KERNELS) if g != "peer" or have_peer]
     out += _para(
         "kmalloc paths are not touched by the series (kmalloc-64 pair vs off, kernel tag: "
-        + ", ".join(slab) + f").  Memory for page tags per 4 KiB page, {w[5:]} MiB guest: "
+        + ", ".join(slab) + f").  Memory for page tags per {FRAME} (page_ext bytes over the page "
+        f"frames the kernel has page_ext for, both from its log), {w[5:]} MiB guest: "
         + ", ".join(mem) + "; an index mode adds 16 bytes per tag index in use.")
 
     dflags, dnuma = run.table.role("flags", DISTRO_GROUP), run.table.role("numa", DISTRO_GROUP)
     if dflags and rows.has_kernel(dflags, "micro"):
         d = _need(rows, dflags, "micro", pair[0] + ".delta")
         numa = (f"; with two NUMA nodes (numa=fake=2) NUMA balancing keeps the bits and page_ext16 "
-                f"costs {num(_need(rows, dnuma, w, bpp), 2)} bytes per page"
+                f"costs {num(_need(rows, dnuma, w, bpp), 2)} bytes per page frame"
                 if dnuma and rows.has_kernel(dnuma, w) else "")
         out += _para(
             "With Debian's amd64 page->flags layout (one spare bit; NR_CPUS=8192, NUMA balancing), "
             f"same run: one node, the index in the last_cpupid bits, "
-            f"{num(_need(rows, dflags, w, bpp), 2)} bytes per page and an order-0 "
+            f"{num(_need(rows, dflags, w, bpp), 2)} bytes per page frame and an order-0 "
             f"alloc+free pair {signed(d, 0, '')} instructions (kernel tag) against the same kernel "
             f"booted with profiling off{numa}.")
+    unmet = unmet_targets(rows, run)
+    out += _para("Targets not met in this run (report.md's target tables): " + "; ".join(unmet) + "."
+                 if unmet else "This run meets every target of report.md's target tables.")
     return "\n".join(out).rstrip("\n")
+
+
+def _mem_cell(rows: Summary, k: str, w: str, label: str, first: bool) -> str:
+    """"<label> 8.00 bytes", or the kernel's page_ext bytes in all where its
+    log names no page frame count (upstream): never a figure over MemTotal."""
+    v = rows.value(k, w, BYTES_PER_FRAME)
+    if v is not None:
+        return f"{label} {num(v, 2)}" + (" bytes" if first else "")
+    return f"{label} {num(_need(rows, k, w, 'page_ext_bytes'), 0)} bytes in all ({NO_FRAME_COUNT})"
 
 
 _BOUNDARY = re.compile(r"^(?:[^\n]+\n[-=]{3,}$|Based on )", re.M)

@@ -38,7 +38,7 @@ TREE_SCALE = {"up-off": 1.2, "up-pageext": 1.2, "up-compressed": 1.2}
 WORKLOAD_ARGS = {"micro": "samples=1000 warmup=100 parallel=0", "micro-smp": "samples=1000 parallel=2"}
 OPS = {"pages_o0": 1000, "kmalloc_64": 200, "vmalloc_16k": 5000, "ksite_pages_o0": 1010}
 KINDS = ("alloc", "free", "pair")
-STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16, "up-off": 0, "up": 30, "up-table": 28,
+STATIC_HOOK = {"off": 0, "baseline": 40, "packed": 16, "packed-distro": 18, "up-off": 0, "up": 30, "up-table": 28,
                "up-packed": 14}  # bench/fastpath-insns deltas
 PAGE_FACTOR = {"off": 1.0, "baseline": 1.4, "baseline-nopf": 1.1, "packed": 1.07, "packed-ext16": 1.2,
                "up-off": 1.0, "up-pageext": 1.3, "up-compressed": 1.1}

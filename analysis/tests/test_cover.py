@@ -51,3 +51,14 @@ def test_a_missing_kernel_is_an_error_not_an_empty_cell(tmp_path, capsys):
 def test_cover_without_section_is_an_error(tmp_path):
     with pytest.raises(cover.CoverError):
         cover.split_cover("Subject: x\n\nno section here\n")
+
+
+def test_measured_section_states_the_unmet_targets():
+    from analysis import load, report, summarize
+    sec = cover.split_cover(cover.COVER.read_text())[1]
+    run = load.load_run(cover.REPO / "results" / cover.named_run(sec))
+    unmet = report.unmet_targets(summarize.summarize(run), run)
+    assert unmet, "the reference run meets every target: nothing to check"
+    flat = " ".join(sec.split())
+    for t in unmet:
+        assert t in flat, t

@@ -60,7 +60,8 @@ def test_report_content(generated):
     assert "understate page_ext lookup costs on real hardware" in md and "cache-model section" in md
     assert "| Page allocation, baseline | +40% | +40.0% (spread +39.7%..+40.2%) |" in md
     assert "| Slab allocation, packed refs | +9.5% | +9.5% (spread +8.4%..+10.5%) |" in md
-    assert "-75.0% (1024 MiB)" in md and "0.195% of RAM, 8.0 bytes/page (1024 MiB)" in md
+    assert "-75.0% (1024 MiB)" in md and "0.195% of RAM, 8.00 bytes per 4 KiB page frame (1024 MiB)" in md
+    assert "| Kernel | page_ext bytes | bytes / 4 KiB page frame |" in md
     assert "cfgbas" in md and "serpac" in md and "6.12.0-packed" in md
     assert "at 1024 MiB baseline spends the most" in md
     assert "The largest p50 latency overhead vs off is baseline" in md
@@ -149,7 +150,8 @@ def test_report_opens_with_slide_and_computed_summary(generated):
     assert "![The slide" in head and "## Summary" in head
     # kernel-tag pair: off 1515+... baseline 1.4x -> +606 instructions, +40.0%
     assert "baseline +606 (+40.0%)" in head and "packed +106 (+7.0%)" in head
-    assert "packed-ext16 2.06 B" in head
+    # page_ext bytes over the kernel's own page frame count: 2 B, not 2.06
+    assert "Memory for page tags per 4 KiB page frame (8192 MiB guest): baseline 8.00 B, packed-ext16 2.00 B" in head
     import struct
     png = first["slide.png"]
     w, h = struct.unpack(">II", png[16:24])
@@ -177,6 +179,9 @@ def test_report_peer_and_cache_sections(tmp_path):
             "or split out of it): `__free_pages` (baseline, off, packed); `__free_pages` + `___free_pages` "
             "(up, up-off).") in md
     assert "missing" not in md
+    # upstream logs no page frame count: said so, not a number over MemTotal
+    assert "| page_ext bytes per 4 KiB page frame (8192 MiB) | 0.00 | n/a |" not in peer
+    assert "no page frame count in its log" in peer and "up-pageext: no page frame count in its log" in md
     # the slide names the reference of a bar that is not against the run's off
     svg = (run / "analysis" / "slide.svg").read_text()
     assert "(vs up-off)" in svg and "packed (vs" not in svg
@@ -349,3 +354,66 @@ def test_report_legend_matches_its_cells(generated):
     assert "<intervals legend>" not in md
     for kind in ("CI", "spread"):
         assert (f" ({kind} " in md) == (f"{kind} = " in md), kind
+
+
+def test_slide_compares_alloc_only_with_the_talk_and_the_pair_without_marks(tmp_path, monkeypatch):
+    """The talk's figures (page +40% -> +7%, slab +7% / +9.5%) are allocation
+    only: the slide shows them beside alloc-only bars, page and kmalloc-64
+    apart, and draws none of them beside the alloc+free pair (issue 29)."""
+    from analysis import load, summarize
+    run = load.load_run(synth.make_run(tmp_path, synth.Spec(workloads=("micro", "mem"), reps=1, jitter=False)))
+    s = summarize.summarize(run)
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out, name: figs.append(fig))
+    assert plots.plot_slide(run, s, tmp_path) is not None
+    axes = {ax.get_title(): ax for ax in figs[0].axes}
+    pair = next(ax for t, ax in axes.items() if "alloc+free pair" in t)
+    alloc = next(ax for t, ax in axes.items() if "allocation only" in t)
+
+    def flat_lines(ax):
+        return {round(float(ln.get_ydata()[0]), 3) for ln in ax.lines
+                if len(set(ln.get_ydata())) == 1 and ln.get_ydata()[0] != 0}
+    assert flat_lines(pair) == set()
+    assert {40.0, 7.0, 9.5} <= flat_lines(alloc)
+    texts = {t.get_text().replace("\n", " ") for ax in figs[0].axes for t in ax.texts}
+    texts |= {t.get_text() for ax in figs[0].axes if ax.get_legend() for t in ax.get_legend().get_texts()}
+    assert not any("(slab +7%)" in t for t in texts), texts
+    assert {"talk +40%", "talk +7%", "talk slab +7%", "talk slab +9.5%"} <= texts, texts
+    # the bars beside the marks are the run's alloc-only overheads, page and slab
+    heights = {round(b.get_height(), 1) for b in alloc.patches}
+    assert {40.0, 7.0} <= heights and any(abs(h - 9.5) < 0.2 for h in heights), heights
+
+
+def test_kernel_against_its_own_nopf_also_shows_its_delta_vs_off(tmp_path):
+    """packed-distro is measured against packed-distro-nopf (bench/kernels
+    ref); the headline lines and the fast-path table also give its delta
+    against the run's off, from the two kernels' own p50s, and say that
+    their configs differ (issue 29)."""
+    run = synth.make_run(tmp_path, synth.Spec(
+        kernels=synth.KERNELS + ("packed-distro-nopf", "packed-distro"), workloads=("micro",), reps=1,
+        jitter=False, data_of={"packed-distro": "packed", "packed-distro-nopf": "baseline-nopf"}))
+    assert plots.main([str(run)]) == 0
+    md = (run / "analysis" / "report.md").read_text()
+    # kernel-tag pair: off 1516, packed (packed-distro's data) 1622, baseline-nopf 1667
+    summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    line = next(ln for ln in summary.splitlines() if "Order-0 alloc+free, kernel tag" in ln)
+    assert "packed-distro -45 (-2.7%) vs packed-distro-nopf, +106 vs 6.12 off (configs differ)" in line, line
+    fp = md.split("## Page allocator fast path", 1)[1].split("\n## ", 1)[0]
+    row = next(ln for ln in fp.splitlines() if ln.startswith("| order-0 page | kernel tag | pair |"))
+    assert row.endswith("| -45; +106 vs 6.12 off (configs differ) |"), row
+
+
+def test_summary_states_every_unmet_target_with_its_value(generated):
+    """Targets the run misses are said in the summary, with the measured
+    value, not only in a table further down (issue 29)."""
+    _, _, first = generated
+    md = first["report.md"].decode()
+    summary = md.split("## Summary", 1)[1].split("\n## ", 1)[0]
+    assert len([ln for ln in summary.splitlines() if ln[:2] in {f"{i}." for i in range(1, 10)}]) <= 5
+    # module-tag pair: baseline-nopf +150 vs off; packed +105 vs off, baseline's +600 / 8 = 75
+    assert "Targets not met:" in summary
+    assert "order-0 pair, module tag: baseline-nopf - off <= 15 (measured 150)" in summary
+    assert "order-0 pair, module tag: packed vs off <= 1/8 of baseline vs off (75.0) (measured 105)" in summary
+    # kmalloc-64 pair, module tag: packed 219 + 109 = 328 vs off 300: +28, met
+    assert "| kmalloc-64 pair, module tag: packed - off <= 45 (profiling on) | 28 | yes |" in md
+    assert "kmalloc-64 pair, module tag: packed - off <= 45" not in summary

@@ -94,9 +94,9 @@ def test_memory_by_hand(good):
     _, s = good
     w = "mem-m1024"
     assert row(s, "baseline", w, "page_ext_bytes").value == 8 * 262144
-    assert row(s, "baseline", w, "page_ext_bytes_per_entry").value == 8
-    total = 1024 * 1024 * 97 // 100 - 2200
-    assert row(s, "baseline", w, "page_ext_bytes_per_page").value == pytest.approx(8 * 262144 / (total / 4))
+    # bytes per page frame: the kernel's page_ext bytes over the page frames
+    # it has page_ext for (its page tag refs line), not over MemTotal
+    assert row(s, "baseline", w, "page_ext_bytes_per_page").value == 8
     assert row(s, "baseline", w, "page_ext_pct_ram").value == pytest.approx(100 * 8 / 4096)
     assert row(s, "baseline", "mem-m8192", "page_ext_bytes_per_tib").value == 8 * (1 << 40) // 4096
     assert row(s, "packed-ext16", w, "page_ext_bytes.vs_baseline").value == pytest.approx(-75)
@@ -114,6 +114,24 @@ def test_memory_by_hand(good):
     assert row(s, "packed", w, "allocinfo_lines").value == 4
     assert row(s, "baseline", w, "allocinfo_bytes").value == 4096 * 6
     assert s.get("off", w, "allocinfo_bytes") is None
+
+
+def test_bytes_per_page_frame_is_the_kernels_own_count(tmp_path):
+    """One definition of bytes per page: page_ext bytes / the page frames the
+    kernel has page_ext for, both from its own log.  MemTotal pages gave
+    8.22 B for an 8 B entry (issue 29); a kernel whose log names no frame
+    count (upstream) gets no figure rather than an invented one."""
+    spec = synth.Spec(kernels=synth.KERNELS + synth.PEER_KERNELS, workloads=("mem",), reps=1)
+    s = summarize.summarize(load.load_run(synth.make_run(tmp_path, spec)))
+    for w in ("mem-m1024", "mem-m8192"):
+        for k, v in (("baseline", 8), ("packed-ext16", 2), ("packed", 0), ("off", 0), ("up-compressed", 0),
+                     ("up-off", 0)):
+            r = row(s, k, w, "page_ext_bytes_per_page")
+            assert r.value == v and r.unit == "bytes per 4 KiB page frame", (k, w, r)
+        assert s.get("up-pageext", w, "page_ext_bytes_per_page") is None
+        assert row(s, "up-pageext", w, "page_ext_bytes").value == 8 * int(w[5:]) * 256
+        # the same figure is not kept twice under another name
+        assert s.get("baseline", w, "page_ext_bytes_per_entry") is None
 
 
 def test_swapped_reference_gives_negative_overhead(tmp_path):
