@@ -417,7 +417,7 @@ def micro_table(rows: Summary, run: Run, w: str) -> list[str]:
 
 
 FASTPATH_OPS = (("pages_o0", "order-0 page"), ("folio_o0", "order-0 folio"),
-                ("kmalloc_64", "kmalloc-64 (slab: untouched by page tag storage)"))
+                ("kmalloc_64", "kmalloc-64 (slab: patches/packed-slab)"))
 SITES = (("", "module tag"), (KERNEL_SITE_PREFIX, "kernel tag"))
 
 

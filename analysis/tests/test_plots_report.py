@@ -94,6 +94,10 @@ def test_report_fastpath_table_and_targets(generated):
     # bench/fastpath-insns as recorded in the run
     assert "| Variant | `post_alloc_hook` |" in md
     assert "| packed | 45 (+16) |" in md and "| off | 29 (0) |" in md
+    # patches/packed-slab changes the slab hooks: the table must not call
+    # kmalloc untouched (it said so before packed-slab existed).
+    assert "| kmalloc-64 (slab: patches/packed-slab) | module tag | pair |" in md
+    assert "untouched" not in md
 
 
 def test_report_lists_failed_boots(tmp_path):
