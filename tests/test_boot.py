@@ -68,6 +68,7 @@ def test_packed_falls_back_to_page_ext_when_tags_do_not_fit():
 @pytest.mark.parametrize("arg,message", [
     ("alloc_tag.page_refs=bogus", "invalid alloc_tag.page_refs=bogus"),
     ("alloc_tag.index_limit=-3", "invalid alloc_tag.index_limit=-3"),
+    ("alloc_tag.min_index_bits=17", "invalid alloc_tag.min_index_bits=17"),
     ("sysctl.vm.mem_profiling=2", "invalid sysctl.vm.mem_profiling=2"),
     # kstrtobool() reads only the first letter: this was taken for 0
     ("sysctl.vm.mem_profiling=neverland", "invalid sysctl.vm.mem_profiling=neverland"),

@@ -2,7 +2,10 @@
 it configures, the objects it touches compile, and the page->flags bit budget
 there is what the layout says (compiled, not linked), and the kernels built
 with that layout (configs/distro.config) borrow the last_cpupid bits exactly
-where NUMA balancing cannot run."""
+where NUMA balancing cannot run.  packed-debug adds configs/narrow.config
+(8 nodes, 512 CPUs): 12 spare bits next to a 17-bit last_cpupid, where the
+boot prefers the spare bits and borrows last_cpupid only when told to
+(alloc_tag.min_index_bits=16)."""
 
 import re
 import subprocess
@@ -56,11 +59,18 @@ def test_packed_series_compiles_against_the_debian_distro_config():
 
 
 # The kernels built with configs/distro.config: packed-distro (benchmarks)
-# and packed-debug (make test builds it).  Their layout must be Debian's.
+# has Debian's layout; packed-debug (make test builds it) has Debian's with
+# narrow.config's node and CPU counts.
 LAYOUT_KEYS = ("bits_per_long", "nr_pageflags", "zones_width", "nodes_width", "sections_width",
                "last_cpupid_width", "kasan_tag_width", "lru_gen_width", "lru_refs_width",
                "spare_bits", "index_width", "index_in_cpupid", "nr_cpus")
+# The fields narrow.config changes, and what they become.
+NARROW = {"nodes_width": 3, "nr_cpus": 512, "last_cpupid_width": 8 + 9, "spare_bits": 12,
+          "index_width": 16, "index_in_cpupid": 1, "index_alt_width": 12}
 DISTRO = "packed-debug"
+# Boot parameter that makes packed-debug borrow last_cpupid on one node
+# (its 12 spare bits are too few for 16) and fall back to page_ext16 on two.
+WIDE = "alloc_tag.min_index_bits=16"
 
 
 def variant_fragments(v):
@@ -81,18 +91,19 @@ def budget(out, tree="packed"):
 @pytest.mark.xdist_group("distro-check")
 def test_distro_variants_have_the_page_flags_layout_of_the_debian_config():
     assert "distro.config" in variant_fragments("packed-distro")
-    assert [f for f in variant_fragments(DISTRO) if f != "debug.config"] == \
+    assert [f for f in variant_fragments(DISTRO) if f not in ("debug.config", "narrow.config")] == \
         variant_fragments("packed-distro")
     rep = report()
-    checked = 0
-    for v in ("packed-distro", DISTRO):
-        out = BUILD_DIR / "out" / v
-        if not (out / "include/generated/autoconf.h").exists():
-            continue
+    assert rep["index_alt_width"] == 0, rep     # one spare bit: no second field
+    out = BUILD_DIR / "out" / "packed-distro"
+    if (out / "include/generated/autoconf.h").exists():
         got = budget(out)
-        assert {k: got[k] for k in LAYOUT_KEYS} == {k: rep[k] for k in LAYOUT_KEYS}, v
-        checked += 1
-    assert checked, f"neither packed-distro nor {DISTRO} is built"
+        assert {k: got[k] for k in LAYOUT_KEYS} == {k: rep[k] for k in LAYOUT_KEYS}, "packed-distro"
+    out = BUILD_DIR / "out" / DISTRO
+    assert (out / "include/generated/autoconf.h").exists(), f"{DISTRO} is not built"
+    got = budget(out)
+    want = {k: rep[k] for k in LAYOUT_KEYS} | NARROW
+    assert {k: got[k] for k in want} == want, DISTRO
 
 
 def numab(name, append="", variant=DISTRO):
@@ -146,10 +157,15 @@ def refused(b):
                      r"hold allocation tag ind(ices|exes)", b.dmesg)
 
 
-def numa_keeps_field(b):
-    """Two nodes: last_cpupid stays NUMA balancing's, and it runs."""
+def numa_keeps_field(b, spare=False):
+    """Two nodes: last_cpupid stays NUMA balancing's, and it runs.  With
+    @spare the index is in the spare bits next to it."""
     f = pgp(b)
-    assert "alloctag" not in f and "lastcpupid" in f, f
+    assert "lastcpupid" in f, f
+    if spare:
+        assert int(f["alloctag"]) > 1, f
+    else:
+        assert "alloctag" not in f, f
     # NUMA balancing's field: "unset" (all ones) in pages it has not seen.
     assert memmap_allones(b)[1] > 0
     attributed(b)
@@ -160,9 +176,10 @@ def numa_keeps_field(b):
 
 
 def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
-    b = numab("1node")
+    b = numab("1node", WIDE)
     r = b.page_refs()
     assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
+    assert r.index_bits == 16, r
     assert "NUMA balancing cannot run (one possible node)" in b.dmesg
     attributed(b)
     refused(b)
@@ -177,19 +194,38 @@ def test_one_node_borrows_last_cpupid_and_refuses_numa_balancing():
 def test_two_nodes_keep_numa_balancing_and_use_page_ext16():
     # KUnit too: where NUMA balancing keeps last_cpupid, pages that were
     # never allocated must read "unset" there (cpupid_field_starts_clear).
-    b = numab("2nodes", "numa=fake=2 kunit.enable=1")
+    b = numab("2nodes", "numa=fake=2 kunit.enable=1 " + WIDE)
     cases = {c.name: c.result for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
     assert cases.get("cpupid_field_starts_clear") == "ok", cases
     assert not [n for n, r in cases.items() if r == "not ok"], cases
     r = b.page_refs()
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
     assert r.page_ext_bytes > 0
-    assert "the last_cpupid page->flags bits are NUMA balancing's (possible nodes: 2)" in b.dmesg
+    assert re.search(r"the last_cpupid page->flags bits are NUMA balancing's \(possible nodes: 2\), "
+                     r"12 spare bits for \d+ kernel tags \(min_index_bits 16\): 16-bit indices", b.dmesg)
     numa_keeps_field(b)
 
 
+def test_two_nodes_keep_numa_balancing_and_the_index_in_12_spare_bits():
+    """Issue 24 defect 4: 12 spare bits hold the kernel's tags, so two nodes
+    need neither page_ext16 nor NUMA balancing's bits.  KUnit runs in this
+    two-field layout with the spare field in use."""
+    b = numab("2nodes-spare", "numa=fake=2 kunit.enable=1")
+    cases = {c.name: c.result for c in parse.ktap(b.dmesg) if c.suite == "alloc_tag_index"}
+    for n in ("cpupid_field_has_one_owner", "cpupid_field_starts_clear",
+              "page_flags_format_shows_the_index", "index_set_and_clear_keep_other_fields",
+              "concurrent_index_updates_keep_flag_bits", "index_field_chain_prefers_spare_bits"):
+        assert cases.get(n) == "ok", (n, cases)
+    assert not [n for n, r in cases.items() if r == "not ok"], cases
+    r = b.page_refs()
+    assert (r.mode, r.extra.get("index_field"), r.index_bits, r.page_ext_bytes) == \
+        ("flags", "spare", 12, 0), r
+    assert "NUMA balancing's" not in b.dmesg and "cannot run" not in b.dmesg
+    numa_keeps_field(b, spare=True)
+
+
 def test_two_nodes_with_numa_balancing_disabled_borrow_again():
-    b = numab("2nodes-disable", "numa=fake=2 numa_balancing=disable")
+    b = numab("2nodes-disable", "numa=fake=2 numa_balancing=disable " + WIDE)
     r = b.page_refs()
     assert (r.mode, r.extra.get("index_field"), r.page_ext_bytes) == ("flags", "last_cpupid", 0), r
     assert "NUMA balancing cannot run (numa_balancing=disable)" in b.dmesg
@@ -198,10 +234,10 @@ def test_two_nodes_with_numa_balancing_disabled_borrow_again():
 
 
 def test_numa_balancing_enable_on_one_node_keeps_the_bits_for_numa():
-    b = numab("1node-enable", "numa_balancing=enable")
+    b = numab("1node-enable", "numa_balancing=enable " + WIDE)
     r = b.page_refs()
     assert (r.mode, r.extra.get("index_field")) == ("page_ext16", "page_ext"), r
-    assert "(possible nodes: 1, numa_balancing=enable): 16-bit indices in page_ext instead" in b.dmesg
+    assert "(possible nodes: 1, numa_balancing=enable), 12 spare bits" in b.dmesg
     assert b.file("numab-boot.txt").strip() == "1"
     attributed(b)
 

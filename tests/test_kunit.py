@@ -20,6 +20,8 @@ EXPECTED = {
     # packed-refs patch 18: the inline page_ext16 hooks and page_ext_lookup()
     "page_ext16_slot_names_the_call_site",
     "cpupid_borrowed_only_where_numa_balancing_cannot_run",
+    # packed-refs patch 21: spare bits narrower than 16 before last_cpupid
+    "index_field_chain_prefers_spare_bits",
     "cpupid_field_has_one_owner",
     "cpupid_field_starts_clear",
     "page_flags_format_shows_the_index",
@@ -29,7 +31,7 @@ EXPECTED = {
     "control_switches_sites",
     "site_off_is_neither_counted_nor_tagged",
 }
-# Only where the index borrows last_cpupid (configs/distro.config).
+# Only where the index can borrow last_cpupid (configs/distro.config).
 CPUPID_ONLY = {"cpupid_field_has_one_owner", "cpupid_field_starts_clear"}
 # Only in page_ext16 mode (alloc_tag.page_refs=page_ext16).
 EXT16_ONLY = {"page_ext16_slot_names_the_call_site"}
@@ -78,9 +80,13 @@ def test_kunit_alloc_tag_index_suite_passes_in_flags_mode():
 
 
 def test_kunit_alloc_tag_index_suite_passes_in_borrowed_last_cpupid_bits():
-    # packed-debug has Debian's page->flags layout: one node, so the index
-    # takes the last_cpupid bits and every case runs.
-    b = kunit_boot("kunit-cpupid", variant="packed-debug")
+    # packed-debug has Debian's config with 12 spare page->flags bits next
+    # to last_cpupid: one node and at least 16 index bits wanted, so the
+    # index takes the last_cpupid bits and every case runs.  (Its default,
+    # the spare bits, runs KUnit in tests/test_distro.py's 2nodes-spare.)
+    b = kunit_boot("kunit-cpupid", "alloc_tag.min_index_bits=16", variant="packed-debug")
+    r = b.page_refs()
+    assert (r.extra.get("index_field"), r.index_bits) == ("last_cpupid", 16), r
     cases = cases_of(b)
     # ... and the slab cases with memcg's objcg vector next to the indices.
     slab_suite_passes(b)

@@ -170,13 +170,24 @@ static void do_free(void)
 	}
 }
 
-#ifndef ALLOC_TAG_IDX_FLAGS_MASK
-#ifdef ALLOC_TAG_REF_FLAGS_MASK
+/*
+ * The page->flags bits of the tag index, as constants: the main field (the
+ * low last_cpupid bits where the layout borrows them) and the spare field
+ * of a layout that has both (6.12 series, ALLOC_TAG_IDX_ALT_WIDTH).  Which
+ * one holds the index is a boot-time choice that modules cannot read.
+ */
+#if defined(ALLOC_TAG_IDX_PGSHIFT)
+#define IDX_FIELD_MASK	(ALLOC_TAG_IDX_MASK << ALLOC_TAG_IDX_PGSHIFT)
+#elif defined(ALLOC_TAG_REF_FLAGS_MASK)
 /* The 7.3 series (patches/packed-refs-7.3): the compressed-mode field. */
-#define ALLOC_TAG_IDX_FLAGS_MASK	ALLOC_TAG_REF_FLAGS_MASK
+#define IDX_FIELD_MASK	ALLOC_TAG_REF_FLAGS_MASK
 #else
-#define ALLOC_TAG_IDX_FLAGS_MASK	0UL	/* baseline: no tag index */
+#define IDX_FIELD_MASK	0UL	/* baseline: no tag index */
 #endif
+#ifdef ALLOC_TAG_IDX_ALT_PGSHIFT
+#define IDX_ALT_MASK	(ALLOC_TAG_IDX_ALT_MASK << ALLOC_TAG_IDX_ALT_PGSHIFT)
+#else
+#define IDX_ALT_MASK	0UL
 #endif
 
 /* page->flags became a memdesc_flags_t in 6.18. */
@@ -195,7 +206,7 @@ static unsigned long owned_flags_bits(void)
 	       ((unsigned long)ZONES_MASK << ZONES_PGSHIFT) |
 	       (((1UL << LAST_CPUPID_WIDTH) - 1) << LAST_CPUPID_PGSHIFT) |
 	       ((unsigned long)KASAN_TAG_MASK << KASAN_TAG_PGSHIFT) |
-	       LRU_GEN_MASK | LRU_REFS_MASK | ALLOC_TAG_IDX_FLAGS_MASK;
+	       LRU_GEN_MASK | LRU_REFS_MASK | IDX_FIELD_MASK | IDX_ALT_MASK;
 }
 
 /*
@@ -249,7 +260,7 @@ static unsigned long memmap_rounds, memmap_pages, memmap_allones;
 
 static int do_memmapcheck(void)
 {
-	unsigned long mask = ALLOC_TAG_IDX_FLAGS_MASK, pfn;
+	unsigned long mask = IDX_FIELD_MASK, pfn;
 	int nid;
 
 	memmap_rounds++;
