@@ -109,6 +109,7 @@ tree_series() {
 	case $1 in
 	baseline) echo baseline ;;
 	packed) echo baseline packed-refs packed-slab packed-select ;;
+	packed-cmpxchg) echo baseline packed-refs packed-slab packed-select bench-cmpxchg ;;
 	up) ;;
 	up-packed) echo packed-refs-7.3 ;;
 	up-table) echo packed-refs-7.3:5 ;;

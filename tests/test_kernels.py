@@ -45,8 +45,8 @@ def test_table_gives_every_role():
 
 
 def test_variants_the_makefile_builds():
-    assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-distro",
-                                                         "baseline-distro"]
+    assert cli("variants", "--bench").stdout.split() == ["off", "baseline", "packed", "packed-cmpxchg",
+                                                         "packed-distro", "baseline-distro"]
     assert cli("variants", "--peer").stdout.split() == ["up-off", "up", "up-packed", "up-table",
                                                         "up-packed-distro"]
     assert cli("variants", "--test").stdout.split() == ["off", "baseline", "packed", "packed-debug",

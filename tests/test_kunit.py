@@ -17,10 +17,10 @@ EXPECTED = {
     "index_zero_accounts_to_unreported_counters",
     "module_tags_get_counters_of_their_own",
     "page_ext_clients_stay_aligned",
-    # packed-refs patch 18: the inline page_ext16 hooks and page_ext_lookup()
+    # packed-refs patch 20: the inline page_ext16 hooks and page_ext_lookup()
     "page_ext16_slot_names_the_call_site",
     "cpupid_borrowed_only_where_numa_balancing_cannot_run",
-    # packed-refs patch 21: spare bits narrower than 16 before last_cpupid
+    # packed-refs patch 23: spare bits narrower than 16 before last_cpupid
     "index_field_chain_prefers_spare_bits",
     "cpupid_field_has_one_owner",
     "cpupid_field_starts_clear",
